@@ -1,0 +1,155 @@
+// A randomized model test: 1,000,000 random add / cancel / re-add / advance steps on a manual
+// clock, checked against a reference that is obviously right (an ordered multimap of deadlines).
+//
+// Invariant checked after every step: the tasks that ran are exactly those whose deadline,
+// rounded up to the tick, the clock has reached; each ran once, at the first advance that
+// reached it (so within one tick of its deadline), never before its deadline, in deadline
+// order; cancel() returns true exactly when the model says the task was pending.
+#include "purgatory/timer/system_timer.hpp"
+
+#include <map>
+#include <set>
+#include <random>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "timer_test_support.hpp"
+
+using namespace std::chrono_literals;
+using purgatory::Nanos;
+
+namespace {
+
+struct ModelTask : purgatory::TimerTask {
+  ModelTask(int id, std::vector<std::pair<int, Nanos>>* fired, const purgatory::Clock* clock)
+      : id_(id), fired_(fired), clock_(clock) {}
+
+ protected:
+  void run() override { fired_->emplace_back(id_, clock_->now()); }
+
+ private:
+  int id_;
+  std::vector<std::pair<int, Nanos>>* fired_;
+  const purgatory::Clock* clock_;
+};
+
+struct Model {
+  std::map<int, std::pair<std::int64_t, std::int64_t>> pending;  // id -> (deadline, expiration)
+  std::multimap<std::int64_t, int> by_expiration;
+
+  void remove(int id) {
+    auto it = pending.find(id);
+    if (it == pending.end()) return;
+    auto [lo, hi] = by_expiration.equal_range(it->second.second);
+    for (auto e = lo; e != hi; ++e) {
+      if (e->second == id) {
+        by_expiration.erase(e);
+        break;
+      }
+    }
+    pending.erase(it);
+  }
+};
+
+void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size) {
+  purgatory::test::ManualTimer m(tick, wheel_size);
+  std::vector<std::pair<int, Nanos>> fired;
+  constexpr int kTasks = 2000;
+  std::vector<boost::intrusive_ptr<ModelTask>> tasks;
+  for (int i = 0; i < kTasks; ++i) {
+    tasks.push_back(purgatory::make_task<ModelTask>(i, &fired, &m.clock));
+  }
+  Model model;
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  const std::int64_t t = tick.count();
+  std::int64_t failures = 0;
+  auto fail = [&](bool ok) {
+    if (!ok) ++failures;
+  };
+
+  for (int step = 0; step < steps && failures == 0; ++step) {
+    const int id = static_cast<int>(uniform(0, kTasks - 1));
+    const auto roll = uniform(0, 99);
+    if (roll < 45) {  // add, or re-add (move) if pending
+      const auto kind = uniform(0, 99);
+      const std::int64_t delay = kind < 2    ? -uniform(0, 1'000'000)
+                                 : kind < 60 ? uniform(1, 50'000'000)           // up to 50 ms
+                                 : kind < 90 ? uniform(1, 5'000'000'000)        // up to 5 s
+                                             : uniform(1, 86'400'000'000'000);  // up to a day
+      const std::int64_t now = m.clock.now().count();
+      model.remove(id);
+      m.timer.add(tasks[static_cast<std::size_t>(id)], Nanos{delay});
+      if (delay <= 0) {  // runs at once, on this thread (inline executor)
+        fail(fired.size() == 1 && fired[0].first == id);
+        fired.clear();
+      } else {
+        const std::int64_t deadline = now + delay;
+        const std::int64_t expiration = (deadline + t - 1) / t * t;
+        model.pending[id] = {deadline, expiration};
+        model.by_expiration.emplace(expiration, id);
+      }
+    } else if (roll < 65) {  // cancel
+      const bool was_pending = model.pending.count(id) == 1;
+      fail(tasks[static_cast<std::size_t>(id)]->cancel() == was_pending);
+      model.remove(id);
+    } else {  // advance
+      const auto kind = uniform(0, 99);
+      const std::int64_t by = kind < 70   ? uniform(0, 2'000'000)
+                              : kind < 97 ? uniform(0, 100'000'000)
+                                          : uniform(0, 3'600'000'000'000);
+      m.clock.advance(Nanos{by});
+      m.timer.advance_clock(Nanos::zero());
+      const std::int64_t now = m.clock.now().count();
+      std::vector<std::pair<int, std::int64_t>> expected;  // (id, expiration), expiration order
+      for (auto it = model.by_expiration.begin();
+           it != model.by_expiration.end() && it->first <= now;) {
+        expected.emplace_back(it->second, it->first);
+        model.pending.erase(it->second);
+        it = model.by_expiration.erase(it);
+      }
+      fail(fired.size() == expected.size());
+      // Same set; and the timer fires in bucket order, so expirations never go down.
+      std::multiset<int> got_ids, want_ids;
+      std::int64_t last_expiration = -1;
+      std::map<int, std::int64_t> expiration_of;
+      for (const auto& [eid, exp] : expected) {
+        want_ids.insert(eid);
+        expiration_of[eid] = exp;
+      }
+      for (const auto& [fid, at] : fired) {
+        got_ids.insert(fid);
+        const auto exp = expiration_of.count(fid) ? expiration_of[fid] : -1;
+        fail(exp >= last_expiration);  // deadline order
+        last_expiration = exp;
+        fail(at.count() == now);
+      }
+      fail(got_ids == want_ids);
+      fired.clear();
+    }
+    fail(m.timer.size() == model.pending.size());
+  }
+  INFO("seed " << seed);
+  CHECK(failures == 0);
+  // No task still pending ran, and every pending one runs once the clock passes a day + 5 s.
+  m.advance(std::chrono::hours(25));
+  CHECK(fired.size() == model.pending.size());
+  CHECK(m.timer.size() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("SystemTimer model: 1,000,000 random steps on tick 1 ms, 20 slots match the reference") {
+  run_model(20261130, 1'000'000, 1ms, 20);
+}
+
+TEST_CASE("SystemTimer model: 200,000 random steps on tick 3 ms, 7 slots (many levels)") {
+  run_model(42, 200'000, 3ms, 7);
+}
+
+TEST_CASE("SystemTimer model: 200,000 random steps on tick 1 ms, 256 slots (multi-word bitmap)") {
+  run_model(4242, 200'000, 1ms, 256);
+}

@@ -1,0 +1,78 @@
+// Several threads add and cancel while the reaper advances the real clock: every task ends with
+// exactly one outcome, ran or cancelled (cancel() returned true), counted.
+#include "purgatory/timer/system_timer.hpp"
+
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "timer_test_support.hpp"
+
+using namespace std::chrono_literals;
+using purgatory::test::CountingTask;
+
+TEST_CASE(
+    "SystemTimer stress: 4 threads x 5000 tasks, add/cancel racing expiry, one outcome each") {
+  purgatory::SystemTimer timer(purgatory::TimerOptions{.name = "stress"});
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 5000;
+  std::vector<std::vector<boost::intrusive_ptr<CountingTask>>> tasks(kThreads);
+  std::vector<std::vector<char>> cancelled(kThreads, std::vector<char>(kPerThread, 0));
+  std::vector<std::thread> threads;
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      std::mt19937 rng(static_cast<unsigned>(th) * 7919U + 1U);
+      auto& mine = tasks[static_cast<std::size_t>(th)];
+      for (int i = 0; i < kPerThread; ++i) {
+        auto task = purgatory::make_task<CountingTask>();
+        mine.push_back(task);
+        // Delays around the tick so that many cancels meet the expiry head on.
+        const auto delay = std::chrono::microseconds(static_cast<int>(rng() % 3000) - 200);
+        timer.add(task, delay);
+        if (rng() % 2 == 0) {
+          const auto spin_until =
+              std::chrono::steady_clock::now() + std::chrono::microseconds(rng() % 1500);
+          while (std::chrono::steady_clock::now() < spin_until) {
+          }
+          cancelled[static_cast<std::size_t>(th)][static_cast<std::size_t>(i)] =
+              task->cancel() ? 1 : 0;
+        }
+      }
+    });
+  }
+  for (auto& t : threads)
+    t.join();
+  // Wait (bounded) until nothing is pending any more: every run has started or been cancelled.
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  auto all_settled = [&] {
+    for (const auto& mine : tasks) {
+      for (const auto& task : mine) {
+        if (task->is_pending()) return false;
+      }
+    }
+    return true;
+  };
+  while (!all_settled() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  REQUIRE(all_settled());
+  const auto handed_back = timer.close();  // joins the executor: every started run finished
+  CHECK(handed_back.empty());
+  int ran = 0, stopped = 0, bad = 0;
+  for (std::size_t th = 0; th < tasks.size(); ++th) {
+    for (std::size_t i = 0; i < tasks[th].size(); ++i) {
+      const int runs = tasks[th][i]->runs.load();
+      const int cancels = cancelled[th][i];
+      ran += runs;
+      stopped += cancels;
+      if (runs + cancels != 1) ++bad;
+    }
+  }
+  MESSAGE("ran " << ran << ", cancelled " << stopped);
+  CHECK(bad == 0);
+  CHECK(ran + stopped == kThreads * kPerThread);
+  CHECK(stopped > 0);
+  CHECK(ran > 0);
+}

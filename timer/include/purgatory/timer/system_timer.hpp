@@ -1,0 +1,160 @@
+// SystemTimer: a hierarchical timing wheel with a driver, a clock and an executor.
+//
+// Kafka's SystemTimer, rebuilt for C++ servers:
+//   - add() and cancel() are O(1) and allocate nothing (the task is its own wheel entry);
+//   - a task never runs before its deadline: deadlines are rounded *up* to the tick, so a task
+//     runs at most one tick (plus executor delay) after it is due;
+//   - the clock jumps straight to the next non-empty bucket; with nothing pending the driver
+//     sleeps without any wake-up (Kafka's reaper polls 5 times a second, Netty's ticks);
+//   - the clock is injected (SteadyClock, or ManualClock in tests);
+//   - expired tasks run on the executor of your choice (a dedicated thread by default);
+//   - the clock is driven by the timer's own reaper thread, or by you calling advance_clock()
+//     (tests, or AsioDriver in purgatory/timer/asio.hpp, which needs no extra thread).
+//
+//   purgatory::SystemTimer timer;                                   // reaper + executor threads
+//   auto task = purgatory::make_task([] { std::puts("500 ms later"); });
+//   timer.add(task, std::chrono::milliseconds(500));
+//   task->cancel();                                                 // true: it will not run
+//
+// Errors: invalid arguments throw std::invalid_argument naming the value; an add() the timer
+// refuses (closed, draining, over max_pending) throws TimerRejected.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "purgatory/timer/clock.hpp"
+#include "purgatory/timer/executor.hpp"
+#include "purgatory/timer/timer_task.hpp"
+#include "purgatory/timer/timing_wheel.hpp"
+
+namespace purgatory {
+
+// Thrown by SystemTimer::add() when the timer does not accept the task.
+class TimerRejected : public std::runtime_error {
+ public:
+  enum class Reason { closed, draining, pending_limit };
+  TimerRejected(Reason reason, const std::string& what)
+      : std::runtime_error(what), reason_(reason) {}
+  [[nodiscard]] Reason reason() const noexcept { return reason_; }
+
+ private:
+  Reason reason_;
+};
+
+struct TimerOptions {
+  enum class Driver {
+    reaper_thread,  // the timer owns a thread that sleeps until the next bucket (Kafka's reaper)
+    external,       // someone else calls advance_clock(): a test, or AsioDriver
+  };
+
+  std::string name = "timer";  // names the threads ("reaper-<name>") and error reports
+  Nanos tick = std::chrono::milliseconds(1);
+  int wheel_size = 20;                   // Kafka's defaults: 1 ms x 20 slots per level
+  const Clock* clock = nullptr;          // null: SteadyClock::instance(); must outlive the timer
+  std::shared_ptr<Executor> executor{};  // null: a ThreadExecutor owned by the timer
+  Driver driver = Driver::reaper_thread;
+  std::size_t max_pending = 0;       // 0: unlimited; else add() past it throws TimerRejected
+  TaskErrorHandler on_task_error{};  // null: print the error to stderr
+};
+
+// Thread-safe: every member function may be called from any thread, including from a task's
+// run(), except that advance_clock() must not be called from a task running on an
+// InlineExecutor inside advance_clock() (it would not deadlock, but time would run re-entrantly).
+// No lock is held while a task runs or while the executor is called.
+class SystemTimer final : private ClockWaiter {
+ public:
+  // Longest delay add() accepts: about 100 years, in every clock and tick configuration.
+  static constexpr Nanos kMaxDelay = std::chrono::hours(24 * 365 * 100);
+
+  // Throws std::invalid_argument for tick <= 0 or above one day, or a wheel_size outside
+  // [2, TimingWheel::kMaxWheelSize].
+  explicit SystemTimer(TimerOptions options = {});
+  // close(), dropping the handed-back tasks.
+  ~SystemTimer();
+  SystemTimer(const SystemTimer&) = delete;
+  SystemTimer& operator=(const SystemTimer&) = delete;
+
+  // Schedules `task` to run `delay` after now. A delay <= 0 hands it to the executor at once.
+  // If the task is already pending here it is moved to the new deadline (it runs once). O(1).
+  // Throws std::invalid_argument for a null task, a delay above kMaxDelay, or a task pending in
+  // another timer; TimerRejected when closed or at max_pending.
+  void add(TaskRef task, Nanos delay);
+
+  // Kafka's advanceClock: waits up to `max_wait` for the earliest bucket to become due, then
+  // expires every task due by now and hands them to the executor. Returns whether any bucket was
+  // due. max_wait <= 0 never blocks; Nanos::max() waits until something is due or close().
+  bool advance_clock(Nanos max_wait);
+
+  // Tasks in the wheel (scheduled, not yet expired).
+  [[nodiscard]] std::size_t size() const;
+  // Tasks held per wheel level, finest first.
+  [[nodiscard]] std::vector<std::size_t> size_per_level() const;
+  // Clock time at which the earliest bucket is due, if any task is scheduled.
+  [[nodiscard]] std::optional<Nanos> next_expiration() const;
+
+  // Stops accepting tasks, stops the reaper thread, lets the executor finish tasks that already
+  // expired, and hands back every task still scheduled (none runs; each is no longer pending).
+  // Idempotent; later calls return an empty vector. Must not be called from a task.
+  std::vector<TaskRef> close();
+  [[nodiscard]] bool is_closed() const;
+
+  [[nodiscard]] const Clock& clock() const noexcept { return *clock_; }
+  [[nodiscard]] Nanos tick() const noexcept { return tick_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+  // How many times a thread waiting in advance_clock() woke up (for any reason). An idle timer's
+  // count does not move: that is the "no wake-ups when idle" guarantee, tested.
+  [[nodiscard]] std::uint64_t wakeups() const;
+
+  // For external drivers: called (with no lock held) whenever an add() makes a task due before
+  // the instant last returned by arm(). At most one hook; set it before tasks are added.
+  void set_wakeup_hook(std::function<void()> hook);
+  // For external drivers: returns the instant to sleep until (next_expiration()) and remembers it,
+  // so that add() calls the wakeup hook only when something earlier arrives.
+  std::optional<Nanos> arm();
+
+ private:
+  friend class TimerTask;
+
+  void on_clock_advanced() noexcept override;
+  // Cancels a task scheduled here. Returns whether it was still in the wheel.
+  bool cancel_scheduled(TimerTask& task) noexcept;
+  // Marks `task` (holding one timer reference, adopted by the job) as queued and makes its job.
+  ExpiredTask make_job(TimerTask& task) noexcept;
+  // Expires everything due at `now`. Requires mu_.
+  void expire_due(std::int64_t now, std::vector<ExpiredTask>& batch);
+  void reaper_loop();
+
+  const std::string name_;
+  const Clock* const clock_;
+  const Nanos tick_;
+  const std::size_t max_pending_;
+  std::shared_ptr<Executor> executor_;
+  bool owns_executor_ = false;
+  std::shared_ptr<const TaskErrorHandler> on_error_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // advance_clock() waiters sleep here
+  TimingWheel wheel_;           // guarded by mu_
+  std::size_t pending_ = 0;     // guarded by mu_ (== wheel_.size())
+  bool closed_ = false;         // guarded by mu_
+  // Earliest instant a sleeping advance_clock() or an external driver waits for; an add() due
+  // before it wakes them. INT64_MIN while nobody sleeps (then add() wakes nobody).
+  std::int64_t armed_ = INT64_MIN;     // guarded by mu_
+  int sleepers_ = 0;                   // guarded by mu_
+  std::uint64_t wakeups_ = 0;          // guarded by mu_
+  std::function<void()> wakeup_hook_;  // set before use
+  std::thread reaper_;
+};
+
+}  // namespace purgatory

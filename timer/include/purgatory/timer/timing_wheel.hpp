@@ -1,0 +1,124 @@
+// TimingWheel: Kafka's hierarchical timing wheel, with an O(1) "which bucket is next" answer.
+//
+// A wheel of `wheel_size` buckets, each `tick` wide, covers `tick * wheel_size` (its interval)
+// ahead of its current time. A task further out goes to an overflow wheel whose tick is this
+// wheel's interval; overflow wheels are created on first use, so a timer holding only short
+// timeouts has one level. When the clock reaches an overflow bucket, its tasks are re-added and
+// fall into finer levels until they expire from level 0 (the cascade).
+//
+// Kafka finds the next due bucket with a DelayQueue of buckets (O(log buckets) per new bucket and
+// a reaper polling every 200 ms). Here every level keeps a bitmap of its non-empty buckets: the
+// next due bucket of a level is a find-first-set from the current slot, and of the whole wheel the
+// minimum over its few levels. The clock can therefore jump straight to the next non-empty bucket,
+// and an idle timer has nothing to poll.
+//
+// Times are plain integers in the caller's unit (SystemTimer uses nanoseconds). A task is due at
+// its `expiration`; this class places it in the bucket that starts at or before it (like Kafka):
+// SystemTimer rounds deadlines up to a tick boundary first, which is what makes it never early.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "purgatory/timer/timer_task.hpp"
+#include "purgatory/timer/timer_task_list.hpp"
+
+namespace purgatory {
+
+// Thread-compatible: SystemTimer serializes every call under its mutex.
+class TimingWheel {
+ public:
+  static constexpr int kMaxWheelSize = 1 << 16;
+
+  // Throws std::invalid_argument (naming the value) for tick <= 0, wheel_size outside
+  // [2, kMaxWheelSize], or start_time < 0.
+  TimingWheel(std::int64_t tick, int wheel_size, std::int64_t start_time);
+  TimingWheel(const TimingWheel&) = delete;
+  TimingWheel& operator=(const TimingWheel&) = delete;
+  // Unlinks any task still held (the owner hands them back first; this is a safety net).
+  ~TimingWheel();
+
+  // Places `task`, whose expiration_ is set, in a bucket of this wheel or an overflow wheel and
+  // returns true. Returns false, leaving the task untouched, when it is already due
+  // (expiration < current_time() + tick()): the caller runs it.
+  bool add(TimerTask& task, std::int64_t expiration);
+
+  // Unlinks `task`, which must be held by this wheel or one of its overflow wheels. O(1).
+  static void remove(TimerTask& task) noexcept;
+
+  // Moves the current time of this wheel and every overflow wheel to `time`, rounded down to each
+  // level's tick. Precondition: no non-empty bucket is due before `time` (expire_next() first).
+  void advance_clock(std::int64_t time) noexcept;
+
+  // Expiration of the earliest non-empty bucket over all levels, if any task is held.
+  [[nodiscard]] std::optional<std::int64_t> next_expiration() const noexcept;
+
+  // If the earliest non-empty bucket is due at or before `time`: advances the clock to its
+  // expiration, unlinks its tasks and calls fn(TimerTask&) on each (fn typically re-adds them,
+  // which cascades them down or reports them due), and returns true. Otherwise returns false.
+  template <class F>
+  bool expire_next(std::int64_t time, F&& fn) {
+    const auto next = find_next();
+    if (!next || next->expiration > time) return false;
+    advance_clock(next->expiration);
+    TimerTaskList& bucket = next->level->buckets_[static_cast<std::size_t>(next->slot)];
+    next->level->clear_bit(next->slot);
+    bucket.flush(fn);
+    return true;
+  }
+
+  // Unlinks every task of every level, calling fn(TimerTask&) on each (used by close()).
+  template <class F>
+  void drain(F&& fn) {
+    for (TimingWheel* w = this; w != nullptr; w = w->overflow_.get()) {
+      for (int i = 0; i < w->wheel_size_; ++i)
+        w->buckets_[static_cast<std::size_t>(i)].flush(fn);
+      std::fill(w->nonempty_.begin(), w->nonempty_.end(), 0);
+    }
+  }
+
+  // The wheel time at which `task` is due (meaningful while it is held by a wheel).
+  [[nodiscard]] static std::int64_t expiration_of(const TimerTask& task) noexcept {
+    return task.expiration_;
+  }
+
+  [[nodiscard]] std::int64_t tick() const noexcept { return tick_; }
+  [[nodiscard]] int wheel_size() const noexcept { return wheel_size_; }
+  [[nodiscard]] std::int64_t interval() const noexcept { return interval_; }
+  [[nodiscard]] std::int64_t current_time() const noexcept { return current_time_; }
+  [[nodiscard]] const TimingWheel* overflow_wheel() const noexcept { return overflow_.get(); }
+
+  // Tasks held by this level alone, and by this level plus all overflow levels.
+  [[nodiscard]] std::size_t level_size() const noexcept { return level_count_; }
+  [[nodiscard]] std::size_t size() const noexcept;
+  // Number of levels in use (1 + overflow wheels created so far).
+  [[nodiscard]] int levels() const noexcept;
+
+ private:
+  struct Next {
+    TimingWheel* level;
+    int slot;
+    std::int64_t expiration;
+  };
+
+  [[nodiscard]] std::optional<Next> find_next() const noexcept;
+  // Distance (0..wheel_size-1) from `from` to the first non-empty slot, or -1.
+  [[nodiscard]] int distance_to_next_set(int from) const noexcept;
+  void set_bit(int slot) noexcept;
+  void clear_bit(int slot) noexcept;
+
+  std::int64_t tick_;
+  int wheel_size_;
+  std::int64_t interval_;  // tick * wheel_size, saturated at INT64_MAX for the top level
+  std::int64_t current_time_;
+  std::size_t level_count_ = 0;
+  std::unique_ptr<TimerTaskList[]> buckets_;
+  std::vector<std::uint64_t> nonempty_;  // bit i set <=> buckets_[i] non-empty
+  std::unique_ptr<TimingWheel> overflow_;
+};
+
+}  // namespace purgatory

@@ -1,0 +1,312 @@
+#include "purgatory/timer/system_timer.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace purgatory {
+namespace {
+
+constexpr std::int64_t kNobodySleeps = std::numeric_limits<std::int64_t>::min();
+constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
+
+Nanos checked_tick(Nanos tick) {
+  if (tick <= Nanos::zero() || tick > std::chrono::hours(24)) {
+    throw std::invalid_argument(
+        fmt::format("SystemTimer: tick must be in (0, 1 day], got {} ns", tick.count()));
+  }
+  return tick;
+}
+
+std::shared_ptr<const TaskErrorHandler> make_error_handler(TaskErrorHandler handler,
+                                                           const std::string& name) {
+  if (!handler) {
+    handler = [name](const TimerTask&, std::exception_ptr error) {
+      std::string what = "unknown exception";
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      fmt::print(stderr, "purgatory: timer '{}': a task threw: {}\n", name, what);
+    };
+  }
+  return std::make_shared<const TaskErrorHandler>(std::move(handler));
+}
+
+// The state a task takes when handed to an executor: the next sequence number, phase queued.
+constexpr std::uint32_t next_ticket(std::uint32_t state, std::uint32_t queued) noexcept {
+  return ((state & ~3U) + 4U) | queued;
+}
+
+}  // namespace
+
+// ---- TimerTask ---------------------------------------------------------------------------------
+
+bool TimerTask::cancel() noexcept {
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  for (;;) {
+    switch (phase_of(s)) {
+      case kIdle:
+        return false;
+      case kQueued:
+        // Expired but not started: withdrawing it races only with the job's own claim (a CAS).
+        if (state_.compare_exchange_weak(s, with_phase(s, kIdle), std::memory_order_acq_rel)) {
+          return true;
+        }
+        break;
+      default:  // kScheduled: only the owning timer, under its lock, may unlink it.
+        if (timer_.load(std::memory_order_acquire)->cancel_scheduled(*this)) return true;
+        s = state_.load(std::memory_order_acquire);
+        break;
+    }
+  }
+}
+
+// ---- SystemTimer -------------------------------------------------------------------------------
+
+SystemTimer::SystemTimer(TimerOptions options)
+    : name_(std::move(options.name)),
+      clock_(options.clock != nullptr ? options.clock : &SteadyClock::instance()),
+      tick_(checked_tick(options.tick)),
+      max_pending_(options.max_pending),
+      executor_(std::move(options.executor)),
+      on_error_(make_error_handler(std::move(options.on_task_error), name_)),
+      wheel_(tick_.count(), options.wheel_size, clock_->now().count()) {
+  owns_executor_ = executor_ == nullptr;
+  if (owns_executor_) executor_ = std::make_shared<ThreadExecutor>("exec-" + name_);
+  clock_->add_waiter(this);
+  if (options.driver == TimerOptions::Driver::reaper_thread) {
+    reaper_ = std::thread([this] { reaper_loop(); });
+    std::string thread_name = "reaper-" + name_;
+    thread_name.resize(std::min<std::size_t>(thread_name.size(), 15));
+    pthread_setname_np(reaper_.native_handle(), thread_name.c_str());
+  }
+}
+
+SystemTimer::~SystemTimer() {
+  close();
+  clock_->remove_waiter(this);
+}
+
+void SystemTimer::add(TaskRef task, Nanos delay) {
+  if (!task) throw std::invalid_argument("SystemTimer::add: task is null");
+  if (delay > kMaxDelay) {
+    throw std::invalid_argument(
+        fmt::format("SystemTimer::add: delay {} ns exceeds the maximum {} ns", delay.count(),
+                    kMaxDelay.count()));
+  }
+  const std::int64_t now = clock_->now().count();
+  std::int64_t expiration = -1;  // -1: due at once
+  if (delay > Nanos::zero()) {
+    const std::int64_t tick = tick_.count();
+    if (now > std::numeric_limits<std::int64_t>::max() - delay.count() - tick) {
+      throw std::invalid_argument(
+          fmt::format("SystemTimer::add: deadline now + {} ns overflows the clock (now = {} ns)",
+                      delay.count(), now));
+    }
+    // Round up to the tick: the wheel fires a bucket at its start, so this is what makes a task
+    // never run before its deadline.
+    const std::int64_t deadline = now + delay.count();
+    expiration = (deadline + tick - 1) / tick * tick;
+  }
+
+  TimerTask& t = *task;
+  std::optional<ExpiredTask> run_now;
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (closed_) {
+      throw TimerRejected(TimerRejected::Reason::closed,
+                          fmt::format("SystemTimer '{}': add() after close()", name_));
+    }
+    std::uint32_t s = t.state_.load(std::memory_order_acquire);
+    if (TimerTask::phase_of(s) != TimerTask::kIdle &&
+        t.timer_.load(std::memory_order_relaxed) != this) {
+      throw std::invalid_argument(
+          fmt::format("SystemTimer '{}': add() of a task pending in another timer", name_));
+    }
+    if (TimerTask::phase_of(s) != TimerTask::kScheduled && max_pending_ != 0 &&
+        pending_ >= max_pending_) {
+      throw TimerRejected(TimerRejected::Reason::pending_limit,
+                          fmt::format("SystemTimer '{}': {} tasks pending, the limit (max_pending)",
+                                      name_, pending_));
+    }
+    // Take the task out of wherever it is; remember whether the wheel's reference comes with it.
+    bool have_ref = false;
+    for (;;) {
+      const std::uint32_t phase = TimerTask::phase_of(s);
+      if (phase == TimerTask::kScheduled) {  // stable: only mu_ holders change it
+        TimingWheel::remove(t);
+        --pending_;
+        have_ref = true;
+        break;
+      }
+      // Idle, or queued (withdraw that run: its job keeps its own reference and will skip).
+      // The CAS makes us the owner against a concurrent cancel(), a job's claim, or another timer.
+      if (t.state_.compare_exchange_weak(s, TimerTask::with_phase(s, TimerTask::kScheduled),
+                                         std::memory_order_acq_rel)) {
+        break;
+      }
+    }
+    if (!have_ref) intrusive_ptr_add_ref(&t);
+    t.timer_.store(this, std::memory_order_release);
+    if (pending_ == 0) wheel_.advance_clock(now);  // empty wheel: catch up with the clock for free
+    if (expiration >= 0 && wheel_.add(t, expiration)) {
+      ++pending_;
+      wake = expiration < armed_;
+    } else {
+      run_now.emplace(make_job(t));
+    }
+  }
+  if (run_now) {
+    std::vector<ExpiredTask> batch;
+    batch.push_back(std::move(*run_now));
+    executor_->execute(batch);
+  }
+  if (wake) {
+    cv_.notify_all();
+    if (wakeup_hook_) wakeup_hook_();
+  }
+}
+
+ExpiredTask SystemTimer::make_job(TimerTask& task) noexcept {
+  const std::uint32_t ticket =
+      next_ticket(task.state_.load(std::memory_order_relaxed), TimerTask::kQueued);
+  task.state_.store(ticket, std::memory_order_release);
+  return ExpiredTask(TaskRef(&task, /*add_ref=*/false), ticket, on_error_);
+}
+
+bool SystemTimer::cancel_scheduled(TimerTask& task) noexcept {
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    const std::uint32_t s = task.state_.load(std::memory_order_acquire);
+    if (TimerTask::phase_of(s) != TimerTask::kScheduled ||
+        task.timer_.load(std::memory_order_relaxed) != this) {
+      return false;
+    }
+    TimingWheel::remove(task);
+    --pending_;
+    task.state_.store(TimerTask::with_phase(s, TimerTask::kIdle), std::memory_order_release);
+  }
+  intrusive_ptr_release(&task);  // the wheel's reference; may destroy the task
+  return true;
+}
+
+bool SystemTimer::advance_clock(Nanos max_wait) {
+  std::vector<ExpiredTask> batch;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::int64_t now = clock_->now().count();
+    const std::int64_t until = max_wait <= Nanos::zero()            ? now
+                               : max_wait.count() >= kForever - now ? kForever
+                                                                    : now + max_wait.count();
+    for (;;) {
+      const auto next = wheel_.next_expiration();
+      if (next && *next <= now) break;
+      if (closed_ || now >= until) return false;
+      const std::int64_t target = std::min(next.value_or(kForever), until);
+      armed_ = sleepers_ == 0 ? target : std::min(armed_, target);
+      ++sleepers_;
+      clock_->wait_until(lock, cv_, target == kForever ? Nanos::max() : Nanos{target});
+      if (--sleepers_ == 0) armed_ = kNobodySleeps;
+      ++wakeups_;
+      now = clock_->now().count();
+    }
+    expire_due(now, batch);
+  }
+  executor_->execute(batch);
+  return true;
+}
+
+void SystemTimer::expire_due(std::int64_t now, std::vector<ExpiredTask>& batch) {
+  const auto reinsert = [&](TimerTask& t) {
+    if (!wheel_.add(t, t.expiration_)) {
+      --pending_;
+      batch.push_back(make_job(t));
+    }
+  };
+  while (wheel_.expire_next(now, reinsert)) {
+  }
+  wheel_.advance_clock(now);
+}
+
+void SystemTimer::reaper_loop() {
+  while (advance_clock(Nanos::max()) || !is_closed()) {
+  }
+}
+
+std::size_t SystemTimer::size() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return pending_;
+}
+
+std::vector<std::size_t> SystemTimer::size_per_level() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  std::vector<std::size_t> sizes;
+  for (const TimingWheel* w = &wheel_; w != nullptr; w = w->overflow_wheel()) {
+    sizes.push_back(w->level_size());
+  }
+  return sizes;
+}
+
+std::optional<Nanos> SystemTimer::next_expiration() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  const auto next = wheel_.next_expiration();
+  if (!next) return std::nullopt;
+  return Nanos{*next};
+}
+
+std::optional<Nanos> SystemTimer::arm() {
+  std::lock_guard<std::mutex> guard(mu_);
+  const auto next = wheel_.next_expiration();
+  armed_ = next.value_or(kForever);
+  if (!next) return std::nullopt;
+  return Nanos{*next};
+}
+
+void SystemTimer::set_wakeup_hook(std::function<void()> hook) {
+  wakeup_hook_ = std::move(hook);
+}
+
+std::vector<TaskRef> SystemTimer::close() {
+  std::vector<TaskRef> handed_back;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (closed_) return handed_back;
+    closed_ = true;
+    handed_back.reserve(pending_);
+    wheel_.drain([&](TimerTask& t) {
+      const std::uint32_t s = t.state_.load(std::memory_order_relaxed);
+      t.state_.store(TimerTask::with_phase(s, TimerTask::kIdle), std::memory_order_release);
+      handed_back.emplace_back(&t, /*add_ref=*/false);  // adopt the wheel's reference
+    });
+    pending_ = 0;
+  }
+  cv_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+  if (owns_executor_) executor_->shutdown();  // runs what already expired, then joins
+  return handed_back;
+}
+
+bool SystemTimer::is_closed() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return closed_;
+}
+
+std::uint64_t SystemTimer::wakeups() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return wakeups_;
+}
+
+void SystemTimer::on_clock_advanced() noexcept {
+  { std::lock_guard<std::mutex> guard(mu_); }  // a waiter is either before its check or asleep
+  cv_.notify_all();
+}
+
+}  // namespace purgatory

@@ -1,0 +1,153 @@
+#include "purgatory/timer/timing_wheel.hpp"
+
+#include <bit>
+#include <cassert>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace purgatory {
+namespace {
+
+constexpr std::int64_t kMaxTime = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t saturating_mul(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? kMaxTime : r;
+}
+
+}  // namespace
+
+TimingWheel::TimingWheel(std::int64_t tick, int wheel_size, std::int64_t start_time)
+    : tick_(tick), wheel_size_(wheel_size) {
+  if (tick <= 0)
+    throw std::invalid_argument(fmt::format("TimingWheel: tick must be > 0, got {}", tick));
+  if (wheel_size < 2 || wheel_size > kMaxWheelSize) {
+    throw std::invalid_argument(fmt::format("TimingWheel: wheel_size must be in [2, {}], got {}",
+                                            kMaxWheelSize, wheel_size));
+  }
+  if (start_time < 0) {
+    throw std::invalid_argument(
+        fmt::format("TimingWheel: start_time must be >= 0, got {}", start_time));
+  }
+  interval_ = saturating_mul(tick, wheel_size);
+  current_time_ = start_time - start_time % tick;
+  const auto n = static_cast<std::size_t>(wheel_size);
+  buckets_ = std::make_unique<TimerTaskList[]>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    buckets_[i].counter_ = &level_count_;
+    buckets_[i].wheel_ = this;
+    buckets_[i].slot_ = static_cast<int>(i);
+  }
+  nonempty_.assign((n + 63) / 64, 0);
+}
+
+TimingWheel::~TimingWheel() {
+  for (int i = 0; i < wheel_size_; ++i) {
+    buckets_[static_cast<std::size_t>(i)].flush([](TimerTask&) {});
+  }
+}
+
+bool TimingWheel::add(TimerTask& task, std::int64_t expiration) {
+  assert(expiration >= 0);
+  if (expiration < current_time_ + tick_) return false;  // due now: the caller runs it
+  // expiration > current_time_ here, so the difference cannot overflow.
+  if (expiration - current_time_ < interval_) {
+    const std::int64_t virtual_id = expiration / tick_;
+    const int slot = static_cast<int>(virtual_id % wheel_size_);
+    TimerTaskList& bucket = buckets_[static_cast<std::size_t>(slot)];
+    task.expiration_ = expiration;
+    bucket.add(task);
+    bucket.set_expiration(virtual_id * tick_);
+    set_bit(slot);
+    return true;
+  }
+  if (!overflow_) {
+    // The overflow level's tick is this level's interval; interval_ is below kMaxTime here,
+    // because a saturated interval accepts every expiration above.
+    overflow_ = std::make_unique<TimingWheel>(interval_, wheel_size_, current_time_);
+  }
+  return overflow_->add(task, expiration);
+}
+
+void TimingWheel::remove(TimerTask& task) noexcept {
+  TimerTaskList* bucket = task.list_;
+  assert(bucket != nullptr && bucket->wheel_ != nullptr);
+  bucket->remove(task);
+  if (bucket->empty()) bucket->wheel_->clear_bit(bucket->slot_);
+}
+
+void TimingWheel::advance_clock(std::int64_t time) noexcept {
+  for (TimingWheel* w = this; w != nullptr; w = w->overflow_.get()) {
+    if (time < w->current_time_ + w->tick_) break;  // coarser levels cannot move either
+    w->current_time_ = time - time % w->tick_;
+  }
+}
+
+std::size_t TimingWheel::size() const noexcept {
+  std::size_t n = 0;
+  for (const TimingWheel* w = this; w != nullptr; w = w->overflow_.get())
+    n += w->level_count_;
+  return n;
+}
+
+int TimingWheel::levels() const noexcept {
+  int n = 0;
+  for (const TimingWheel* w = this; w != nullptr; w = w->overflow_.get())
+    ++n;
+  return n;
+}
+
+std::optional<std::int64_t> TimingWheel::next_expiration() const noexcept {
+  const auto next = find_next();
+  if (!next) return std::nullopt;
+  return next->expiration;
+}
+
+std::optional<TimingWheel::Next> TimingWheel::find_next() const noexcept {
+  std::optional<Next> best;
+  for (const TimingWheel* w = this; w != nullptr; w = w->overflow_.get()) {
+    if (w->level_count_ == 0) continue;
+    const std::int64_t current_id = w->current_time_ / w->tick_;
+    const int from = static_cast<int>(current_id % w->wheel_size_);
+    const int d = w->distance_to_next_set(from);
+    assert(d >= 0);
+    // A bucket of a coarser level may tie with a finer one (both due at the same instant); the
+    // finer level is visited first and wins the tie, which is the order the cascade needs.
+    const std::int64_t expiration = (current_id + d) * w->tick_;
+    if (!best || expiration < best->expiration) {
+      best = Next{const_cast<TimingWheel*>(w), static_cast<int>((from + d) % w->wheel_size_),
+                  expiration};
+    }
+  }
+  return best;
+}
+
+int TimingWheel::distance_to_next_set(int from) const noexcept {
+  const int n = wheel_size_;
+  const int words = static_cast<int>(nonempty_.size());
+  // Scan [from, n) then [0, from), a word at a time.
+  int word = from / 64;
+  std::uint64_t bits =
+      nonempty_[static_cast<std::size_t>(word)] & (~std::uint64_t{0} << (from % 64));
+  for (int scanned = 0; scanned <= words; ++scanned) {
+    if (bits != 0) {
+      const int slot = word * 64 + std::countr_zero(bits);
+      return slot >= from ? slot - from : slot + n - from;
+    }
+    word = (word + 1) % words;
+    bits = nonempty_[static_cast<std::size_t>(word)];
+  }
+  return -1;
+}
+
+void TimingWheel::set_bit(int slot) noexcept {
+  nonempty_[static_cast<std::size_t>(slot / 64)] |= std::uint64_t{1} << (slot % 64);
+}
+
+void TimingWheel::clear_bit(int slot) noexcept {
+  nonempty_[static_cast<std::size_t>(slot / 64)] &= ~(std::uint64_t{1} << (slot % 64));
+}
+
+}  // namespace purgatory
