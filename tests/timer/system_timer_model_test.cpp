@@ -8,8 +8,8 @@
 #include "purgatory/timer/system_timer.hpp"
 
 #include <map>
-#include <set>
 #include <random>
+#include <set>
 #include <vector>
 
 #include <doctest/doctest.h>

@@ -1,5 +1,7 @@
 #include "purgatory/timer/system_timer.hpp"
 
+#include "purgatory/timer/periodic_task.hpp"
+
 #include <pthread.h>
 
 #include <algorithm>
@@ -49,6 +51,7 @@ constexpr std::uint32_t next_ticket(std::uint32_t state, std::uint32_t queued) n
 // ---- TimerTask ---------------------------------------------------------------------------------
 
 bool TimerTask::cancel() noexcept {
+  on_cancel();
   std::uint32_t s = state_.load(std::memory_order_acquire);
   for (;;) {
     switch (phase_of(s)) {
@@ -94,43 +97,60 @@ SystemTimer::~SystemTimer() {
   clock_->remove_waiter(this);
 }
 
-void SystemTimer::add(TaskRef task, Nanos delay) {
-  if (!task) throw std::invalid_argument("SystemTimer::add: task is null");
-  if (delay > kMaxDelay) {
+std::int64_t SystemTimer::expiration_for(std::int64_t now, std::int64_t delay) const {
+  if (delay > kMaxDelay.count()) {
     throw std::invalid_argument(
-        fmt::format("SystemTimer::add: delay {} ns exceeds the maximum {} ns", delay.count(),
+        fmt::format("SystemTimer '{}': delay {} ns exceeds the maximum {} ns", name_, delay,
                     kMaxDelay.count()));
   }
-  const std::int64_t now = clock_->now().count();
-  std::int64_t expiration = -1;  // -1: due at once
-  if (delay > Nanos::zero()) {
-    const std::int64_t tick = tick_.count();
-    if (now > std::numeric_limits<std::int64_t>::max() - delay.count() - tick) {
-      throw std::invalid_argument(
-          fmt::format("SystemTimer::add: deadline now + {} ns overflows the clock (now = {} ns)",
-                      delay.count(), now));
-    }
-    // Round up to the tick: the wheel fires a bucket at its start, so this is what makes a task
-    // never run before its deadline.
-    const std::int64_t deadline = now + delay.count();
-    expiration = (deadline + tick - 1) / tick * tick;
+  if (delay <= 0) return -1;
+  const std::int64_t tick = tick_.count();
+  if (now > std::numeric_limits<std::int64_t>::max() - delay - tick) {
+    throw std::invalid_argument(
+        fmt::format("SystemTimer '{}': deadline now + {} ns overflows the clock (now = {} ns)",
+                    name_, delay, now));
   }
+  // Round up to the tick: the wheel fires a bucket at its start, so this is what makes a task
+  // never run before its deadline.
+  return (now + delay + tick - 1) / tick * tick;
+}
 
-  TimerTask& t = *task;
+void SystemTimer::add(TaskRef task, Nanos delay) {
+  if (!task) throw std::invalid_argument("SystemTimer::add: task is null");
+  const std::int64_t now = clock_->now().count();
+  schedule(*task, now, expiration_for(now, delay.count()), /*only_if_pending=*/false);
+}
+
+void SystemTimer::add_at(TaskRef task, Nanos deadline) {
+  if (!task) throw std::invalid_argument("SystemTimer::add_at: task is null");
+  const std::int64_t now = clock_->now().count();
+  const std::int64_t delay = deadline.count() <= now ? 0 : deadline.count() - now;
+  schedule(*task, now, expiration_for(now, delay), /*only_if_pending=*/false);
+}
+
+bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
+  const std::int64_t now = clock_->now().count();
+  return schedule(task, now, expiration_for(now, delay.count()), /*only_if_pending=*/true);
+}
+
+bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expiration,
+                           bool only_if_pending) {
   std::optional<ExpiredTask> run_now;
   bool wake = false;
   {
     std::lock_guard<std::mutex> guard(mu_);
-    if (closed_) {
-      throw TimerRejected(TimerRejected::Reason::closed,
-                          fmt::format("SystemTimer '{}': add() after close()", name_));
+    if (closed_ || draining_) {
+      throw TimerRejected(closed_ ? TimerRejected::Reason::closed : TimerRejected::Reason::draining,
+                          fmt::format("SystemTimer '{}': no new tasks accepted after {}", name_,
+                                      closed_ ? "close()" : "drain() started"));
     }
     std::uint32_t s = t.state_.load(std::memory_order_acquire);
     if (TimerTask::phase_of(s) != TimerTask::kIdle &&
         t.timer_.load(std::memory_order_relaxed) != this) {
       throw std::invalid_argument(
-          fmt::format("SystemTimer '{}': add() of a task pending in another timer", name_));
+          fmt::format("SystemTimer '{}': the task is pending in another timer", name_));
     }
+    if (only_if_pending && TimerTask::phase_of(s) == TimerTask::kIdle) return false;
     if (TimerTask::phase_of(s) != TimerTask::kScheduled && max_pending_ != 0 &&
         pending_ >= max_pending_) {
       throw TimerRejected(TimerRejected::Reason::pending_limit,
@@ -147,6 +167,7 @@ void SystemTimer::add(TaskRef task, Nanos delay) {
         have_ref = true;
         break;
       }
+      if (phase == TimerTask::kIdle && only_if_pending) return false;  // its run just started
       // Idle, or queued (withdraw that run: its job keeps its own reference and will skip).
       // The CAS makes us the owner against a concurrent cancel(), a job's claim, or another timer.
       if (t.state_.compare_exchange_weak(s, TimerTask::with_phase(s, TimerTask::kScheduled),
@@ -173,6 +194,7 @@ void SystemTimer::add(TaskRef task, Nanos delay) {
     cv_.notify_all();
     if (wakeup_hook_) wakeup_hook_();
   }
+  return true;
 }
 
 ExpiredTask SystemTimer::make_job(TimerTask& task) noexcept {
@@ -199,6 +221,10 @@ bool SystemTimer::cancel_scheduled(TimerTask& task) noexcept {
 }
 
 bool SystemTimer::advance_clock(Nanos max_wait) {
+  return advance(max_wait, false);
+}
+
+bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained) {
   std::vector<ExpiredTask> batch;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -209,7 +235,7 @@ bool SystemTimer::advance_clock(Nanos max_wait) {
     for (;;) {
       const auto next = wheel_.next_expiration();
       if (next && *next <= now) break;
-      if (closed_ || now >= until) return false;
+      if (closed_ || now >= until || (stop_when_drained && pending_ == 0)) return false;
       const std::int64_t target = std::min(next.value_or(kForever), until);
       armed_ = sleepers_ == 0 ? target : std::min(armed_, target);
       ++sleepers_;
@@ -234,6 +260,7 @@ void SystemTimer::expire_due(std::int64_t now, std::vector<ExpiredTask>& batch) 
   while (wheel_.expire_next(now, reinsert)) {
   }
   wheel_.advance_clock(now);
+  if (draining_ && pending_ == 0) cv_.notify_all();  // a drain() may be waiting for this
 }
 
 void SystemTimer::reaper_loop() {
@@ -272,6 +299,34 @@ std::optional<Nanos> SystemTimer::arm() {
 
 void SystemTimer::set_wakeup_hook(std::function<void()> hook) {
   wakeup_hook_ = std::move(hook);
+}
+
+std::vector<TaskRef> SystemTimer::drain(Nanos max_wait) {
+  std::vector<boost::intrusive_ptr<PeriodicTask>> periodic;
+  std::int64_t until = kForever;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (closed_) return {};
+    draining_ = true;
+    const std::int64_t now = clock_->now().count();
+    if (max_wait < Nanos::max() && max_wait.count() < kForever - now) {
+      until = now + std::max<std::int64_t>(max_wait.count(), 0);
+    }
+    wheel_.for_each_task([&](TimerTask& t) {
+      if (auto* p = dynamic_cast<PeriodicTask*>(&t)) periodic.emplace_back(p);
+    });
+  }
+  // Outside the lock: cancel() takes the periodic task's own lock, then ours.
+  for (const auto& p : periodic)
+    p->cancel();
+  for (;;) {
+    const std::int64_t now = clock_->now().count();
+    if (now >= until || !advance(Nanos{until - now}, /*stop_when_drained=*/true)) {
+      std::lock_guard<std::mutex> guard(mu_);
+      if (pending_ == 0 || closed_ || clock_->now().count() >= until) break;
+    }
+  }
+  return close();
 }
 
 std::vector<TaskRef> SystemTimer::close() {

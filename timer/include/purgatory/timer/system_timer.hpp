@@ -90,6 +90,24 @@ class SystemTimer final : private ClockWaiter {
   // another timer; TimerRejected when closed or at max_pending.
   void add(TaskRef task, Nanos delay);
 
+  // As add(), with an absolute deadline on clock(); a deadline not after now runs at once.
+  void add_at(TaskRef task, Nanos deadline);
+
+  // Moves a pending task to `delay` from now, in place: O(1), no allocation, no reference count
+  // traffic (Linux mod_timer, tokio's reset). Returns true when the task was pending here (in the
+  // wheel, or expired but not yet started) and will now run once, at the new deadline; false when
+  // it was not pending (never added, cancelled, or its run already started: then it ran at the
+  // old deadline) and nothing is scheduled. Throws as add() does for a bad delay or a closed or
+  // draining timer.
+  bool reschedule(TimerTask& task, Nanos delay);
+
+  // Graceful stop. Stops accepting tasks (add() then throws TimerRejected with Reason::draining),
+  // cancels periodic tasks, then waits until every pending task has run, at most `max_wait` on
+  // clock(); then close(). Returns the tasks handed back because they were not due when the wait
+  // ended (none when everything ran). The clock must keep moving: drain() advances the timer
+  // itself, so it works with any driver. Must not be called from a task.
+  std::vector<TaskRef> drain(Nanos max_wait = Nanos::max());
+
   // Kafka's advanceClock: waits up to `max_wait` for the earliest bucket to become due, then
   // expires every task due by now and hands them to the executor. Returns whether any bucket was
   // due. max_wait <= 0 never blocks; Nanos::max() waits until something is due or close().
@@ -129,6 +147,12 @@ class SystemTimer final : private ClockWaiter {
   void on_clock_advanced() noexcept override;
   // Cancels a task scheduled here. Returns whether it was still in the wheel.
   bool cancel_scheduled(TimerTask& task) noexcept;
+  // Deadline (clock time) -> wheel expiration, rounded up to the tick; -1 when due at `now`.
+  [[nodiscard]] std::int64_t expiration_for(std::int64_t now, std::int64_t delay) const;
+  // add()/reschedule(): links `task` for `expiration` (-1: run at once). With only_if_pending, an
+  // idle task is left alone and false returned.
+  bool schedule(TimerTask& task, std::int64_t now, std::int64_t expiration, bool only_if_pending);
+  bool advance(Nanos max_wait, bool stop_when_drained);
   // Marks `task` (holding one timer reference, adopted by the job) as queued and makes its job.
   ExpiredTask make_job(TimerTask& task) noexcept;
   // Expires everything due at `now`. Requires mu_.
@@ -148,6 +172,7 @@ class SystemTimer final : private ClockWaiter {
   TimingWheel wheel_;           // guarded by mu_
   std::size_t pending_ = 0;     // guarded by mu_ (== wheel_.size())
   bool closed_ = false;         // guarded by mu_
+  bool draining_ = false;       // guarded by mu_
   // Earliest instant a sleeping advance_clock() or an external driver waits for; an add() due
   // before it wakes them. INT64_MIN while nobody sleeps (then add() wakes nobody).
   std::int64_t armed_ = INT64_MIN;     // guarded by mu_

@@ -57,6 +57,10 @@ class TimerTask : public boost::intrusive_ref_counter<TimerTask, boost::thread_s
   // caught and reported by the timer; the timer keeps running.
   virtual void run() = 0;
 
+  // Called at the start of every cancel(), before the pending run is looked at (PeriodicTask uses
+  // it to stop future runs even when cancel() meets a run in progress). Must not block for long.
+  virtual void on_cancel() noexcept {}
+
  private:
   friend class SystemTimer;
   friend class TimerTaskList;

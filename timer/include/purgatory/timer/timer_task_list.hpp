@@ -64,6 +64,12 @@ class TimerTaskList {
       fn(t);
   }
 
+  template <class F>
+  void for_each_mutable(F&& fn) {
+    for (TimerTask& t : tasks_)
+      fn(t);
+  }
+
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
 

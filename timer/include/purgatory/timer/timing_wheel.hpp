@@ -81,6 +81,16 @@ class TimingWheel {
     }
   }
 
+  // Calls fn(TimerTask&) on every task held, without unlinking any.
+  template <class F>
+  void for_each_task(F&& fn) {
+    for (TimingWheel* w = this; w != nullptr; w = w->overflow_.get()) {
+      for (int i = 0; i < w->wheel_size_; ++i) {
+        w->buckets_[static_cast<std::size_t>(i)].for_each_mutable(fn);
+      }
+    }
+  }
+
   // The wheel time at which `task` is due (meaningful while it is held by a wheel).
   [[nodiscard]] static std::int64_t expiration_of(const TimerTask& task) noexcept {
     return task.expiration_;

@@ -1,0 +1,34 @@
+# Sourced by scripts/demo and scripts/test: installs the Debian 12 packages the project uses.
+# As root it runs `apt-get update` then `apt-get install -y` for whatever is missing; otherwise it
+# prints the exact command to run and stops.
+
+# Everything a build and the full test suite need (compilers, libraries, Kafka clients for the
+# end-to-end tests, gnuplot for the benchmark report).
+PURGATORY_PACKAGES=(
+  cmake ninja-build g++ clang libclang-rt-14-dev
+  libboost-dev libfmt-dev doctest-dev libbenchmark-dev libcli11-dev
+  kcat python3 python3-kafka python3-confluent-kafka curl procps
+)
+
+ensure_packages() {
+  local missing=()
+  local pkg
+  for pkg in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    return 0
+  fi
+  echo "==> installing missing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y --no-install-recommends "${missing[@]}"
+  else
+    echo "Not root. Install them with:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+}

@@ -1,0 +1,118 @@
+// Asio integration: run expired tasks on an Asio executor, and drive a SystemTimer from an
+// io_context with one steady_timer, so an Asio server needs no timer thread at all.
+//
+//   boost::asio::io_context io;
+//   purgatory::SystemTimer timer(purgatory::TimerOptions{
+//       .executor = std::make_shared<purgatory::AsioExecutor>(io.get_executor()),
+//       .driver = purgatory::TimerOptions::Driver::external});
+//   purgatory::AsioDriver driver(io.get_executor(), timer);
+//   timer.add(purgatory::make_task([] { std::puts("tick"); }), std::chrono::milliseconds(5));
+//   io.run();  // returns once nothing is pending: an idle timer keeps no wait armed
+//
+// The driver keeps exactly one async_wait armed, for the earliest non-empty bucket; an add()
+// that brings an earlier deadline re-arms it through a post to the driver's strand.
+#pragma once
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
+#include <utility>
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "purgatory/timer/executor.hpp"
+#include "purgatory/timer/system_timer.hpp"
+
+namespace purgatory {
+
+// Posts each expired task to an Asio executor. Thread-safe.
+class AsioExecutor final : public Executor {
+ public:
+  explicit AsioExecutor(boost::asio::any_io_executor executor) : executor_(std::move(executor)) {}
+
+  void execute(std::vector<ExpiredTask>& batch) override {
+    for (ExpiredTask& job : batch)
+      boost::asio::post(executor_, std::move(job));
+    batch.clear();
+  }
+
+ private:
+  boost::asio::any_io_executor executor_;
+};
+
+// Drives `timer` (created with Driver::external and the default SteadyClock) from an Asio
+// executor. Thread-safe: the driver's own work runs on a strand, so the io_context may be run by
+// any number of threads. The timer must outlive the io_context's last run; the driver may be
+// destroyed earlier (it then stops driving).
+class AsioDriver {
+ public:
+  AsioDriver(boost::asio::any_io_executor executor, SystemTimer& timer)
+      : impl_(std::make_shared<Impl>(std::move(executor), timer)) {
+    if (dynamic_cast<const SteadyClock*>(&timer.clock()) == nullptr) {
+      throw std::invalid_argument(
+          "AsioDriver: the timer must use SteadyClock (steady_timer waits on steady_clock)");
+    }
+    std::weak_ptr<Impl> weak = impl_;
+    timer.set_wakeup_hook([weak] {
+      if (auto impl = weak.lock()) impl->post_rearm(impl);
+    });
+    impl_->post_rearm(impl_);
+  }
+  ~AsioDriver() { impl_->stopped.store(true, std::memory_order_release); }
+  AsioDriver(const AsioDriver&) = delete;
+  AsioDriver& operator=(const AsioDriver&) = delete;
+
+ private:
+  struct Impl {
+    Impl(boost::asio::any_io_executor executor, SystemTimer& t)
+        : strand(boost::asio::make_strand(std::move(executor))), wait(strand), timer(t) {}
+
+    void post_rearm(const std::shared_ptr<Impl>& self) {
+      boost::asio::post(strand, [self] { self->rearm(self); });
+    }
+
+    // On the strand: arm the wait for the earliest bucket, or nothing when the wheel is empty.
+    void rearm(const std::shared_ptr<Impl>& self) {
+      if (stopped.load(std::memory_order_acquire)) {
+        wait.cancel();
+        return;
+      }
+      const auto next = timer.arm();
+      if (!next) {
+        if (armed) wait.cancel();
+        armed = false;
+        return;
+      }
+      if (armed && *next == armed_at) return;
+      armed = true;
+      armed_at = *next;
+      wait.expires_at(std::chrono::steady_clock::time_point(
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(*next)));
+      wait.async_wait([self, generation = ++generation](const boost::system::error_code& ec) {
+        if (ec || generation != self->generation) return;  // re-armed or cancelled meanwhile
+        self->armed = false;
+        if (self->stopped.load(std::memory_order_acquire)) return;
+        self->timer.advance_clock(Nanos::zero());
+        self->rearm(self);
+      });
+    }
+
+    boost::asio::strand<boost::asio::any_io_executor> strand;
+    boost::asio::steady_timer wait;  // used on the strand only
+    SystemTimer& timer;
+    std::atomic<bool> stopped{false};
+    bool armed = false;            // strand only
+    Nanos armed_at{};              // strand only
+    std::uint64_t generation = 0;  // strand only
+  };
+
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace purgatory

@@ -1,0 +1,87 @@
+// PeriodicTask: a task that runs again and again on a SystemTimer.
+//
+// Two schedules:
+//   - fixed rate: run k is due at first_deadline + k * period, whatever each run cost;
+//   - fixed delay: each run is due `period` after the previous run *finished*.
+// Runs of one task never overlap: the next run is scheduled when the current one ends.
+//
+// Missed runs (the process stalled, or the executor fell behind) follow one rule: the late run
+// happens once, as soon as possible, and the deadlines missed meanwhile are skipped; the next run
+// is due at the first deadline of the fixed-rate grid after the late run ends. Nothing runs twice
+// to "catch up", and no run is ever early.
+//
+// cancel() stops all future runs; a run already going finishes (cancel() then returns false).
+// It is safe to cancel from inside the task's own run.
+//
+//   auto beat = purgatory::make_periodic([] { send_heartbeat(); });
+//   beat->start(timer, 0ms, 100ms, purgatory::PeriodicTask::Mode::fixed_rate);
+//   ...
+//   beat->cancel();
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+
+#include "purgatory/timer/system_timer.hpp"
+#include "purgatory/timer/timer_task.hpp"
+
+namespace purgatory {
+
+// Thread-safe: start() and cancel() may be called from any thread, including from the task's
+// own run. Subclasses implement run_once().
+class PeriodicTask : public TimerTask {
+ public:
+  enum class Mode { fixed_rate, fixed_delay };
+
+  // Schedules the first run `initial_delay` from now on `timer` (<= 0: at once), then one run
+  // every `period`. Starting a task that is already scheduled restarts it with the new schedule.
+  // Throws std::invalid_argument for a period <= 0, and what SystemTimer::add() throws.
+  void start(SystemTimer& timer, Nanos initial_delay, Nanos period, Mode mode);
+
+  // Runs completed so far.
+  [[nodiscard]] std::uint64_t run_count() const noexcept {
+    return runs_.load(std::memory_order_acquire);
+  }
+
+ protected:
+  // The work of one run. An exception escaping it is reported by the timer; the schedule goes on.
+  virtual void run_once() = 0;
+
+ private:
+  void run() final;
+  void on_cancel() noexcept final;
+  void schedule_next(Nanos finished);
+
+  std::mutex mu_;                 // orders cancel() against the re-add at the end of a run
+  bool stopped_ = true;           // guarded by mu_
+  SystemTimer* owner_ = nullptr;  // guarded by mu_
+  Nanos period_{0};               // guarded by mu_
+  Mode mode_ = Mode::fixed_rate;  // guarded by mu_
+  Nanos deadline_{0};             // deadline of the pending run; guarded by mu_
+  std::atomic<std::uint64_t> runs_{0};
+};
+
+template <class F>
+class CallablePeriodicTask final : public PeriodicTask {
+ public:
+  explicit CallablePeriodicTask(F f) : f_(std::move(f)) {}
+
+ protected:
+  void run_once() override { f_(); }
+
+ private:
+  F f_;
+};
+
+// make_periodic(callable): a PeriodicTask calling `f`; start() it on a timer.
+template <class F>
+requires std::is_invocable_v < std::decay_t<F>
+& > boost::intrusive_ptr<PeriodicTask> make_periodic(F&& f) {
+  return boost::intrusive_ptr<PeriodicTask>(
+      new CallablePeriodicTask<std::decay_t<F>>(std::forward<F>(f)));
+}
+
+}  // namespace purgatory
