@@ -1,0 +1,92 @@
+// Whole Kafka messages: size prefix + header + body, in both directions.
+//
+//   server: read 4 bytes -> decode_frame_size() -> read the payload -> read_request_header()
+//           -> decode_request_body() -> handle -> encode_response()
+//   client: encode_request() -> write; read a frame -> decode_response<T>()
+//
+// The server decodes the header on its own first so that it holds the correlation_id when the
+// body turns out to be an api or version this codec does not speak (DecodeError kinds
+// unsupported_api / unsupported_version): it can then answer, e.g. with an ApiVersions v0
+// response carrying UNSUPPORTED_VERSION, instead of closing. encode_* return complete frames
+// ready for the socket; decode_* take the payload after the size prefix.
+//
+// Errors: decoders throw DecodeError; encoders throw std::invalid_argument for a version outside
+// codec_versions() or a value the version cannot carry.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "purgatory/broker/api_versions.hpp"
+#include "purgatory/broker/fetch.hpp"
+#include "purgatory/broker/header.hpp"
+#include "purgatory/broker/list_offsets.hpp"
+#include "purgatory/broker/metadata.hpp"
+#include "purgatory/broker/produce.hpp"
+#include "purgatory/broker/wire.hpp"
+
+namespace purgatory::broker {
+
+// Thread-safety: every struct here is a plain value type, thread-compatible.
+using RequestBody = std::variant<ProduceRequest, FetchRequest, ListOffsetsRequest, MetadataRequest,
+                                 ApiVersionsRequest>;
+
+struct Request {
+  RequestHeader header;
+  RequestBody body;
+};
+
+// Throws DecodeError(unsupported_api) for a key codec_versions() does not know and
+// DecodeError(unsupported_version) for a version outside its range.
+void check_supported(ApiKey key, std::int16_t api_version);
+
+// ---- server side ------------------------------------------------------------------------------
+
+// Decodes the body that follows `header` in `r` and requires `r` to end there (trailing_bytes).
+RequestBody decode_request_body(const RequestHeader& header, Reader& r);
+// Header and body of one request payload (the bytes after the size prefix).
+Request decode_request(ByteView payload);
+
+Bytes encode_response(const ApiVersionsResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+Bytes encode_response(const MetadataResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+Bytes encode_response(const ProduceResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+Bytes encode_response(const FetchResponse& resp, std::int16_t version, std::int32_t correlation_id);
+Bytes encode_response(const ListOffsetsResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+
+// ---- client side ------------------------------------------------------------------------------
+
+Bytes encode_request(const ApiVersionsRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id);
+Bytes encode_request(const MetadataRequest& req, std::int16_t version, std::int32_t correlation_id,
+                     const std::optional<std::string>& client_id);
+Bytes encode_request(const ProduceRequest& req, std::int16_t version, std::int32_t correlation_id,
+                     const std::optional<std::string>& client_id);
+Bytes encode_request(const FetchRequest& req, std::int16_t version, std::int32_t correlation_id,
+                     const std::optional<std::string>& client_id);
+Bytes encode_request(const ListOffsetsRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id);
+
+template <class Body>
+struct Response {
+  std::int32_t correlation_id = 0;
+  Body body;
+};
+
+// Decodes a response payload (after the size prefix) of the given version. Body is one of
+// ApiVersionsResponse, MetadataResponse, ProduceResponse, FetchResponse, ListOffsetsResponse.
+template <class Body>
+Response<Body> decode_response(ByteView payload, std::int16_t version);
+
+extern template Response<ApiVersionsResponse> decode_response(ByteView, std::int16_t);
+extern template Response<MetadataResponse> decode_response(ByteView, std::int16_t);
+extern template Response<ProduceResponse> decode_response(ByteView, std::int16_t);
+extern template Response<FetchResponse> decode_response(ByteView, std::int16_t);
+extern template Response<ListOffsetsResponse> decode_response(ByteView, std::int16_t);
+
+}  // namespace purgatory::broker

@@ -1,0 +1,76 @@
+#include "purgatory/broker/errors.hpp"
+
+#include <fmt/format.h>
+
+namespace purgatory::broker {
+
+std::string errc_name(Errc code) {
+  switch (code) {
+    case Errc::none:
+      return "NONE";
+    case Errc::offset_out_of_range:
+      return "OFFSET_OUT_OF_RANGE";
+    case Errc::corrupt_message:
+      return "CORRUPT_MESSAGE";
+    case Errc::unknown_topic_or_partition:
+      return "UNKNOWN_TOPIC_OR_PARTITION";
+    case Errc::request_timed_out:
+      return "REQUEST_TIMED_OUT";
+    case Errc::invalid_required_acks:
+      return "INVALID_REQUIRED_ACKS";
+    case Errc::unsupported_version:
+      return "UNSUPPORTED_VERSION";
+    case Errc::invalid_request:
+      return "INVALID_REQUEST";
+    case Errc::unsupported_compression_type:
+      return "UNSUPPORTED_COMPRESSION_TYPE";
+    case Errc::invalid_record:
+      return "INVALID_RECORD";
+  }
+  return fmt::format("ERROR_CODE({})", static_cast<int>(code));
+}
+
+std::string_view to_string(DecodeErrorKind kind) noexcept {
+  switch (kind) {
+    case DecodeErrorKind::truncated:
+      return "truncated";
+    case DecodeErrorKind::negative_length:
+      return "negative_length";
+    case DecodeErrorKind::bad_count:
+      return "bad_count";
+    case DecodeErrorKind::bad_varint:
+      return "bad_varint";
+    case DecodeErrorKind::trailing_bytes:
+      return "trailing_bytes";
+    case DecodeErrorKind::unsupported_api:
+      return "unsupported_api";
+    case DecodeErrorKind::unsupported_version:
+      return "unsupported_version";
+    case DecodeErrorKind::bad_frame_size:
+      return "bad_frame_size";
+    case DecodeErrorKind::corrupt_records:
+      return "corrupt_records";
+    case DecodeErrorKind::unsupported_compression:
+      return "unsupported_compression";
+  }
+  return "unknown";
+}
+
+DecodeError::DecodeError(DecodeErrorKind kind, const std::string& message)
+    : std::runtime_error(message), kind_(kind) {}
+
+Errc DecodeError::kafka_error() const noexcept {
+  switch (kind_) {
+    case DecodeErrorKind::corrupt_records:
+      return Errc::corrupt_message;
+    case DecodeErrorKind::unsupported_api:
+    case DecodeErrorKind::unsupported_version:
+      return Errc::unsupported_version;
+    case DecodeErrorKind::unsupported_compression:
+      return Errc::unsupported_compression_type;
+    default:
+      return Errc::invalid_request;
+  }
+}
+
+}  // namespace purgatory::broker
