@@ -34,11 +34,10 @@ TEST_CASE("SystemTimer::reschedule moves a pending task; an idle one is left alo
 TEST_CASE("SystemTimer::reschedule racing expiry: expired-not-started moves, started does not") {
   purgatory::ManualClock clock;
   struct Holding : purgatory::Executor {
-    std::vector<purgatory::ExpiredTask> held;
-    void execute(std::vector<purgatory::ExpiredTask>& batch) override {
-      for (auto& j : batch)
-        held.push_back(std::move(j));
-      batch.clear();
+    std::vector<purgatory::ExpiredBatch> held;
+    void execute(purgatory::ExpiredBatch& batch) override {
+      held.push_back(std::move(batch));
+      batch = purgatory::ExpiredBatch();
     }
   };
   auto exec = std::make_shared<Holding>();
@@ -50,13 +49,13 @@ TEST_CASE("SystemTimer::reschedule racing expiry: expired-not-started moves, sta
   timer.advance_clock(Nanos::zero());
   REQUIRE(exec->held.size() == 1);
   CHECK(timer.reschedule(*task, 10ms));  // not started: it runs at the new deadline instead
-  exec->held[0]();
+  exec->held[0].run_all();
   exec->held.clear();
   CHECK(task->runs == 0);
   clock.advance(10ms);
   timer.advance_clock(Nanos::zero());
   REQUIRE(exec->held.size() == 1);
-  exec->held[0]();  // started (and finished)
+  exec->held[0].run_all();  // started (and finished)
   CHECK(task->runs == 1);
   CHECK_FALSE(timer.reschedule(*task, 10ms));  // it ran at the old deadline: nothing moves
 }

@@ -173,17 +173,16 @@ namespace {
 // Keeps expired jobs until the test runs them: makes the "expired, not yet started" window
 // deterministic.
 struct HoldingExecutor : purgatory::Executor {
-  std::vector<purgatory::ExpiredTask> held;
-  void execute(std::vector<purgatory::ExpiredTask>& batch) override {
-    for (auto& job : batch)
-      held.push_back(std::move(job));
-    batch.clear();
+  std::vector<purgatory::ExpiredBatch> held;
+  void execute(purgatory::ExpiredBatch& batch) override {
+    held.push_back(std::move(batch));
+    batch = purgatory::ExpiredBatch();
   }
   void run_all() {
-    auto jobs = std::move(held);
+    auto batches = std::move(held);
     held.clear();
-    for (auto& job : jobs)
-      job();
+    for (auto& b : batches)
+      b.run_all();
   }
 };
 
@@ -290,7 +289,7 @@ TEST_CASE("SystemTimer: bad options and delays get std::invalid_argument naming 
   auto task = purgatory::make_task<CountingTask>();
   CHECK_THROWS_WITH_AS(m.timer.add(task, SystemTimer::kMaxDelay + 1ns),
                        doctest::Contains("exceeds the maximum"), std::invalid_argument);
-  CHECK_THROWS_AS(m.timer.add(nullptr, 1ms), std::invalid_argument);
+  CHECK_THROWS_AS(m.timer.add(purgatory::TaskRef(), 1ms), std::invalid_argument);
   CHECK_FALSE(task->is_pending());
 
   purgatory::ManualClock late(Nanos{std::numeric_limits<std::int64_t>::max() - 1'000'000});
@@ -415,27 +414,30 @@ TEST_CASE("SystemTimer: a 20 ms task on the real clock runs at least 20 ms after
 
 TEST_CASE("SystemTimer: library memory per pending task is at most 64 bytes") {
   // The entry is the task's own base class; bucket headers are shared by all tasks.
-  static_assert(sizeof(purgatory::TimerTask) <= 64);
   struct Bare : purgatory::TimerTask {
     void run() override {}
   };
   static_assert(sizeof(Bare) == sizeof(purgatory::TimerTask));
-  ManualTimer m;
+  purgatory::ManualClock clock;
+  purgatory::SystemTimer timer(purgatory::TimerOptions{
+      // default tick and wheel size
+      .clock = &clock,
+      .executor = std::make_shared<purgatory::InlineExecutor>(),
+      .driver = TimerOptions::Driver::external});
   constexpr std::size_t kTasks = 1'000'000;
   std::vector<boost::intrusive_ptr<Bare>> tasks;
   tasks.reserve(kTasks);
   std::mt19937_64 rng(7);
   for (std::size_t i = 0; i < kTasks; ++i) {
     tasks.push_back(purgatory::make_task<Bare>());
-    m.timer.add(tasks.back(), std::chrono::milliseconds(1 + rng() % 60'000));
+    timer.add(tasks.back(), std::chrono::milliseconds(1 + rng() % 60'000));
   }
-  const auto levels = m.timer.size_per_level().size();
-  const double bucket_bytes =
-      static_cast<double>(levels) * (20 * sizeof(purgatory::TimerTaskList) + sizeof(std::uint64_t) +
-                                     sizeof(purgatory::TimingWheel));
-  const double per_task = static_cast<double>(sizeof(purgatory::TimerTask)) + bucket_bytes / kTasks;
+  const double per_task = static_cast<double>(sizeof(purgatory::TimerTask)) +
+                          static_cast<double>(timer.wheel_memory_bytes()) / kTasks;
   MESSAGE("bytes per pending task: " << per_task << " (entry " << sizeof(purgatory::TimerTask)
-                                     << ", levels " << levels << ")");
+                                     << ", wheel " << timer.wheel_memory_bytes() << " bytes over "
+                                     << timer.size_per_level().size() << " levels)");
+  CHECK(sizeof(purgatory::TimerTask) <= 56);
   CHECK(per_task <= 64.0);
   std::size_t cancelled = 0;
   for (auto& t : tasks)

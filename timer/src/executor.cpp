@@ -2,37 +2,33 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace purgatory {
 
-void ExpiredTask::operator()() noexcept {
-  if (!task_) return;
-  TaskRef task = std::move(task_);
-  // Claim the run: only the job issued for the task's current queued state may start it. A
-  // cancel() or re-add in between changed the state, and then the run is withdrawn.
-  std::uint32_t expected = ticket_;
-  if (!task->state_.compare_exchange_strong(
-          expected, TimerTask::with_phase(ticket_, TimerTask::kIdle), std::memory_order_acq_rel)) {
-    return;
-  }
-  try {
-    task->run();
-  } catch (...) {
-    try {
-      if (on_error_ && *on_error_) {
-        (*on_error_)(*task, std::current_exception());
+void ExpiredBatch::run_all() noexcept {
+  for (Job& job : jobs_) {
+    TimerTask& task = *job.task;
+    // Claim the run: only the batch issued for the task's current queued state may start it. A
+    // cancel() or re-add in between changed the state, and then the run is withdrawn.
+    std::uint32_t expected = job.ticket;
+    if (task.state_.compare_exchange_strong(expected,
+                                            TimerTask::with_phase(job.ticket, TimerTask::kIdle),
+                                            std::memory_order_acq_rel)) {
+      try {
+        task.run();
+      } catch (...) {
+        try {
+          if (on_error_ && *on_error_) (*on_error_)(task, std::current_exception());
+        } catch (...) {
+          std::fputs("purgatory: the task error handler threw; error dropped\n", stderr);
+        }
       }
-    } catch (...) {
-      std::fputs("purgatory: the task error handler threw; error dropped\n", stderr);
     }
+    job.task.reset();
   }
-}
-
-void InlineExecutor::execute(std::vector<ExpiredTask>& batch) {
-  for (ExpiredTask& job : batch)
-    job();
-  batch.clear();
+  jobs_.clear();
 }
 
 ThreadExecutor::ThreadExecutor(std::string name) {
@@ -45,23 +41,20 @@ ThreadExecutor::~ThreadExecutor() {
   shutdown();
 }
 
-void ThreadExecutor::execute(std::vector<ExpiredTask>& batch) {
+void ThreadExecutor::execute(ExpiredBatch& batch) {
   {
     std::lock_guard<std::mutex> guard(mu_);
     if (!stopping_) {
-      for (ExpiredTask& job : batch)
-        queue_.push_back(std::move(job));
-      batch.clear();
+      queue_.push_back(std::move(batch));
+      batch = ExpiredBatch();
     }
   }
   if (batch.empty()) {
     cv_.notify_one();
     return;
   }
-  // Shut down already: nothing may be lost, so the caller's thread runs the jobs.
-  for (ExpiredTask& job : batch)
-    job();
-  batch.clear();
+  // Shut down already: nothing may be lost, so the caller's thread runs the batch.
+  batch.run_all();
 }
 
 void ThreadExecutor::shutdown() {
@@ -78,10 +71,10 @@ void ThreadExecutor::work() {
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything queued has run
-    ExpiredTask job = std::move(queue_.front());
+    ExpiredBatch batch = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    job();
+    batch.run_all();
     lock.lock();
   }
 }

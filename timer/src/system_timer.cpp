@@ -115,17 +115,15 @@ std::int64_t SystemTimer::expiration_for(std::int64_t now, std::int64_t delay) c
   return (now + delay + tick - 1) / tick * tick;
 }
 
-void SystemTimer::add(TaskRef task, Nanos delay) {
-  if (!task) throw std::invalid_argument("SystemTimer::add: task is null");
+void SystemTimer::add_task(TimerTask& task, Nanos delay) {
   const std::int64_t now = clock_->now().count();
-  schedule(*task, now, expiration_for(now, delay.count()), /*only_if_pending=*/false);
+  schedule(task, now, expiration_for(now, delay.count()), /*only_if_pending=*/false);
 }
 
-void SystemTimer::add_at(TaskRef task, Nanos deadline) {
-  if (!task) throw std::invalid_argument("SystemTimer::add_at: task is null");
+void SystemTimer::add_task_at(TimerTask& task, Nanos deadline) {
   const std::int64_t now = clock_->now().count();
   const std::int64_t delay = deadline.count() <= now ? 0 : deadline.count() - now;
-  schedule(*task, now, expiration_for(now, delay), /*only_if_pending=*/false);
+  schedule(task, now, expiration_for(now, delay), /*only_if_pending=*/false);
 }
 
 bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
@@ -135,7 +133,7 @@ bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
 
 bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expiration,
                            bool only_if_pending) {
-  std::optional<ExpiredTask> run_now;
+  ExpiredBatch run_now;
   bool wake = false;
   {
     std::lock_guard<std::mutex> guard(mu_);
@@ -182,14 +180,10 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
       ++pending_;
       wake = expiration < armed_;
     } else {
-      run_now.emplace(make_job(t));
+      queue_expired(t, run_now);
     }
   }
-  if (run_now) {
-    std::vector<ExpiredTask> batch;
-    batch.push_back(std::move(*run_now));
-    executor_->execute(batch);
-  }
+  if (!run_now.empty()) executor_->execute(run_now);
   if (wake) {
     cv_.notify_all();
     if (wakeup_hook_) wakeup_hook_();
@@ -197,11 +191,15 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
   return true;
 }
 
-ExpiredTask SystemTimer::make_job(TimerTask& task) noexcept {
+void SystemTimer::queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept {
   const std::uint32_t ticket =
       next_ticket(task.state_.load(std::memory_order_relaxed), TimerTask::kQueued);
   task.state_.store(ticket, std::memory_order_release);
-  return ExpiredTask(TaskRef(&task, /*add_ref=*/false), ticket, on_error_);
+  if (batch.jobs_.empty()) {
+    batch.jobs_.reserve(kMaxBatch);
+    batch.on_error_ = on_error_;
+  }
+  batch.jobs_.push_back(ExpiredBatch::Job{TaskRef(&task, /*add_ref=*/false), ticket});
 }
 
 bool SystemTimer::cancel_scheduled(TimerTask& task) noexcept {
@@ -225,42 +223,43 @@ bool SystemTimer::advance_clock(Nanos max_wait) {
 }
 
 bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained) {
-  std::vector<ExpiredTask> batch;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::int64_t now = clock_->now().count();
-    const std::int64_t until = max_wait <= Nanos::zero()            ? now
-                               : max_wait.count() >= kForever - now ? kForever
-                                                                    : now + max_wait.count();
-    for (;;) {
-      const auto next = wheel_.next_expiration();
-      if (next && *next <= now) break;
-      if (closed_ || now >= until || (stop_when_drained && pending_ == 0)) return false;
-      const std::int64_t target = std::min(next.value_or(kForever), until);
-      armed_ = sleepers_ == 0 ? target : std::min(armed_, target);
-      ++sleepers_;
-      clock_->wait_until(lock, cv_, target == kForever ? Nanos::max() : Nanos{target});
-      if (--sleepers_ == 0) armed_ = kNobodySleeps;
-      ++wakeups_;
-      now = clock_->now().count();
-    }
-    expire_due(now, batch);
+  std::unique_lock<std::mutex> lock(mu_);
+  std::int64_t now = clock_->now().count();
+  const std::int64_t until = max_wait <= Nanos::zero()            ? now
+                             : max_wait.count() >= kForever - now ? kForever
+                                                                  : now + max_wait.count();
+  for (;;) {
+    const auto next = wheel_.next_expiration();
+    if (next && *next <= now) break;
+    if (closed_ || now >= until || (stop_when_drained && pending_ == 0)) return false;
+    const std::int64_t target = std::min(next.value_or(kForever), until);
+    armed_ = sleepers_ == 0 ? target : std::min(armed_, target);
+    ++sleepers_;
+    clock_->wait_until(lock, cv_, target == kForever ? Nanos::max() : Nanos{target});
+    if (--sleepers_ == 0) armed_ = kNobodySleeps;
+    ++wakeups_;
+    now = clock_->now().count();
   }
-  executor_->execute(batch);
-  return true;
+  // Expire in batches, never holding the lock while the executor (and so user code) runs.
+  ExpiredBatch batch;
+  for (;;) {
+    const bool done = expire_due(now, batch);
+    lock.unlock();
+    if (!batch.empty()) executor_->execute(batch);
+    if (done) return true;
+    lock.lock();
+  }
 }
 
-void SystemTimer::expire_due(std::int64_t now, std::vector<ExpiredTask>& batch) {
-  const auto reinsert = [&](TimerTask& t) {
-    if (!wheel_.add(t, t.expiration_)) {
-      --pending_;
-      batch.push_back(make_job(t));
-    }
-  };
-  while (wheel_.expire_next(now, reinsert)) {
-  }
-  wheel_.advance_clock(now);
+bool SystemTimer::expire_due(std::int64_t now, ExpiredBatch& batch) {
+  const bool done = wheel_.expire_due(now, [&](TimerTask& t) {
+    if (wheel_.add(t, TimingWheel::expiration_of(t))) return true;  // cascaded to a finer level
+    --pending_;
+    queue_expired(t, batch);
+    return batch.size() < kMaxBatch;
+  });
   if (draining_ && pending_ == 0) cv_.notify_all();  // a drain() may be waiting for this
+  return done;
 }
 
 void SystemTimer::reaper_loop() {
@@ -280,6 +279,11 @@ std::vector<std::size_t> SystemTimer::size_per_level() const {
     sizes.push_back(w->level_size());
   }
   return sizes;
+}
+
+std::size_t SystemTimer::wheel_memory_bytes() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return wheel_.memory_bytes();
 }
 
 std::optional<Nanos> SystemTimer::next_expiration() const {

@@ -92,6 +92,15 @@ std::size_t TimingWheel::size() const noexcept {
   return n;
 }
 
+std::size_t TimingWheel::memory_bytes() const noexcept {
+  std::size_t n = 0;
+  for (const TimingWheel* w = this; w != nullptr; w = w->overflow_.get()) {
+    n += sizeof(TimingWheel) + static_cast<std::size_t>(w->wheel_size_) * sizeof(TimerTaskList) +
+         w->nonempty_.capacity() * sizeof(std::uint64_t);
+  }
+  return n;
+}
+
 int TimingWheel::levels() const noexcept {
   int n = 0;
   for (const TimingWheel* w = this; w != nullptr; w = w->overflow_.get())

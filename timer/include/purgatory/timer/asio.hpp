@@ -31,15 +31,15 @@
 
 namespace purgatory {
 
-// Posts each expired task to an Asio executor. Thread-safe.
+// Posts expired tasks to an Asio executor, one handler per batch. Thread-safe.
 class AsioExecutor final : public Executor {
  public:
   explicit AsioExecutor(boost::asio::any_io_executor executor) : executor_(std::move(executor)) {}
 
-  void execute(std::vector<ExpiredTask>& batch) override {
-    for (ExpiredTask& job : batch)
-      boost::asio::post(executor_, std::move(job));
-    batch.clear();
+  // One post per batch: the tasks of a batch are due together and run one after the other.
+  void execute(ExpiredBatch& batch) override {
+    boost::asio::post(executor_, [b = std::move(batch)]() mutable { b.run_all(); });
+    batch = ExpiredBatch();
   }
 
  private:

@@ -1,7 +1,9 @@
 // Where expired tasks run.
 //
-// The timer hands each expired task to an Executor as an ExpiredTask, a move-only job that runs
-// the task once. Three executors come with the library:
+// The timer hands expired tasks to an Executor in batches (ExpiredBatch, at most
+// SystemTimer::kMaxBatch tasks, all due): one call per batch, not per task, so the hand-off costs
+// little and an inline executor runs each task while it is still in cache. Three executors come
+// with the library:
 //   - ThreadExecutor: one dedicated thread (Kafka's "executor-<name>"), the default;
 //   - InlineExecutor: on the thread that advances the clock (lowest latency; a slow task delays
 //     the expiry of the others);
@@ -27,31 +29,33 @@ namespace purgatory {
 // Receives the exceptions that escape TimerTask::run(). Thread-safe (called from executors).
 using TaskErrorHandler = std::function<void(const TimerTask& task, std::exception_ptr error)>;
 
-// One expired task, ready to run. Move-only. Invoking it runs the task unless the run was
-// withdrawn meanwhile (cancel(), or the task re-added to a new deadline): that decision and the
-// start of the run are one atomic step, so a run and a successful cancel() never both happen.
-// Destroying it without invoking it drops the run (the task is then neither run nor cancelled:
-// executors must not do that except when the process shuts down).
-class ExpiredTask {
+// Expired tasks, ready to run. Move-only. run_all() runs each task unless its run was withdrawn
+// meanwhile (cancel(), or the task re-added to a new deadline): that decision and the start of
+// the run are one atomic step, so a run and a successful cancel() never both happen.
+// Destroying a batch without running it drops those runs (the tasks are then neither run nor
+// cancelled): executors must not do that except when the process shuts down.
+// Thread-compatible: one thread runs a batch.
+class ExpiredBatch {
  public:
-  ExpiredTask(ExpiredTask&&) noexcept = default;
-  ExpiredTask& operator=(ExpiredTask&&) noexcept = default;
-  ~ExpiredTask() = default;
+  ExpiredBatch() = default;
+  ExpiredBatch(ExpiredBatch&&) noexcept = default;
+  ExpiredBatch& operator=(ExpiredBatch&&) noexcept = default;
+  ~ExpiredBatch() = default;
 
-  // Runs the task on the calling thread, at most once. Never throws: an exception from the task
-  // goes to the timer's TaskErrorHandler.
-  void operator()() noexcept;
+  // Runs the tasks on the calling thread, in deadline order, then empties the batch (its memory is
+  // kept for reuse). Never throws: an exception from a task goes to the timer's TaskErrorHandler.
+  void run_all() noexcept;
 
-  [[nodiscard]] const TimerTask& task() const noexcept { return *task_; }
+  [[nodiscard]] std::size_t size() const noexcept { return jobs_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return jobs_.empty(); }
 
  private:
   friend class SystemTimer;
-  ExpiredTask(TaskRef task, std::uint32_t ticket,
-              std::shared_ptr<const TaskErrorHandler> on_error) noexcept
-      : task_(std::move(task)), ticket_(ticket), on_error_(std::move(on_error)) {}
-
-  TaskRef task_;
-  std::uint32_t ticket_;  // the task's state when this run was issued
+  struct Job {
+    TaskRef task;
+    std::uint32_t ticket;  // the task's state when this run was issued
+  };
+  std::vector<Job> jobs_;
   std::shared_ptr<const TaskErrorHandler> on_error_;
 };
 
@@ -59,18 +63,18 @@ class ExpiredTask {
 class Executor {
  public:
   virtual ~Executor() = default;
-  // Takes every job of `batch` (leaving it empty) and arranges for each to be invoked once.
+  // Arranges for batch.run_all() to be called once: now, or later after moving the batch out.
   // Called without any timer lock held.
-  virtual void execute(std::vector<ExpiredTask>& batch) = 0;
-  // Called once by SystemTimer::close(): runs what is already queued, then releases resources.
-  // Jobs given after that are run on the caller's thread.
+  virtual void execute(ExpiredBatch& batch) = 0;
+  // Called once by SystemTimer::close() on the executor the timer created itself: runs what is
+  // already queued, then releases resources. Batches given after that run on the caller's thread.
   virtual void shutdown() {}
 };
 
-// Runs jobs on the calling thread. Thread-safe (stateless).
+// Runs batches on the calling thread. Thread-safe (stateless).
 class InlineExecutor final : public Executor {
  public:
-  void execute(std::vector<ExpiredTask>& batch) override;
+  void execute(ExpiredBatch& batch) override { batch.run_all(); }
 };
 
 // One worker thread with a FIFO queue. Thread-safe.
@@ -82,8 +86,8 @@ class ThreadExecutor final : public Executor {
   ThreadExecutor(const ThreadExecutor&) = delete;
   ThreadExecutor& operator=(const ThreadExecutor&) = delete;
 
-  void execute(std::vector<ExpiredTask>& batch) override;
-  // Runs every queued job, then joins the thread. Idempotent. Must not be called from the worker.
+  void execute(ExpiredBatch& batch) override;
+  // Runs every queued batch, then joins the thread. Idempotent. Must not be called from the worker.
   void shutdown() override;
 
  private:
@@ -91,8 +95,8 @@ class ThreadExecutor final : public Executor {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<ExpiredTask> queue_;  // guarded by mu_
-  bool stopping_ = false;          // guarded by mu_
+  std::deque<ExpiredBatch> queue_;  // guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
   std::thread worker_;
 };
 

@@ -30,6 +30,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "purgatory/timer/clock.hpp"
@@ -75,6 +76,10 @@ class SystemTimer final : private ClockWaiter {
  public:
   // Longest delay add() accepts: about 100 years, in every clock and tick configuration.
   static constexpr Nanos kMaxDelay = std::chrono::hours(24 * 365 * 100);
+  // Most tasks handed to the executor in one batch: advance_clock() expires in batches of this
+  // size, releasing its lock between them, so an add() never waits behind a huge expiry and an
+  // inline executor runs each task while it is still in cache.
+  static constexpr std::size_t kMaxBatch = 256;
 
   // Throws std::invalid_argument for tick <= 0 or above one day, or a wheel_size outside
   // [2, TimingWheel::kMaxWheelSize].
@@ -88,10 +93,20 @@ class SystemTimer final : private ClockWaiter {
   // If the task is already pending here it is moved to the new deadline (it runs once). O(1).
   // Throws std::invalid_argument for a null task, a delay above kMaxDelay, or a task pending in
   // another timer; TimerRejected when closed or at max_pending.
-  void add(TaskRef task, Nanos delay);
+  template <class T>
+  requires std::is_base_of_v<TimerTask, T>
+  void add(const boost::intrusive_ptr<T>& task, Nanos delay) {
+    if (!task) throw std::invalid_argument("SystemTimer::add: task is null");
+    add_task(*task, delay);
+  }
 
   // As add(), with an absolute deadline on clock(); a deadline not after now runs at once.
-  void add_at(TaskRef task, Nanos deadline);
+  template <class T>
+  requires std::is_base_of_v<TimerTask, T>
+  void add_at(const boost::intrusive_ptr<T>& task, Nanos deadline) {
+    if (!task) throw std::invalid_argument("SystemTimer::add_at: task is null");
+    add_task_at(*task, deadline);
+  }
 
   // Moves a pending task to `delay` from now, in place: O(1), no allocation, no reference count
   // traffic (Linux mod_timer, tokio's reset). Returns true when the task was pending here (in the
@@ -117,6 +132,8 @@ class SystemTimer final : private ClockWaiter {
   [[nodiscard]] std::size_t size() const;
   // Tasks held per wheel level, finest first.
   [[nodiscard]] std::vector<std::size_t> size_per_level() const;
+  // Bytes the wheel itself holds (buckets and bitmaps of every level), tasks not included.
+  [[nodiscard]] std::size_t wheel_memory_bytes() const;
   // Clock time at which the earliest bucket is due, if any task is scheduled.
   [[nodiscard]] std::optional<Nanos> next_expiration() const;
 
@@ -153,10 +170,13 @@ class SystemTimer final : private ClockWaiter {
   // idle task is left alone and false returned.
   bool schedule(TimerTask& task, std::int64_t now, std::int64_t expiration, bool only_if_pending);
   bool advance(Nanos max_wait, bool stop_when_drained);
-  // Marks `task` (holding one timer reference, adopted by the job) as queued and makes its job.
-  ExpiredTask make_job(TimerTask& task) noexcept;
-  // Expires everything due at `now`. Requires mu_.
-  void expire_due(std::int64_t now, std::vector<ExpiredTask>& batch);
+  void add_task(TimerTask& task, Nanos delay);
+  void add_task_at(TimerTask& task, Nanos deadline);
+  // Marks `task` (holding one timer reference, adopted by the batch) as queued, into `batch`.
+  void queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept;
+  // Moves up to kMaxBatch tasks due at `now` into `batch`. Returns true when nothing due is left.
+  // Requires mu_.
+  bool expire_due(std::int64_t now, ExpiredBatch& batch);
   void reaper_loop();
 
   const std::string name_;

@@ -3,8 +3,8 @@
 // The task *is* its own wheel entry (the Linux timer_list idea): it carries the intrusive links of
 // the bucket list it sits in, so scheduling allocates nothing, cancel() unlinks it in O(1), and
 // rescheduling moves it between buckets in place. Library memory per pending task is
-// sizeof(TimerTask) (56 bytes on x86-64, checked by a static_assert in the tests) plus a
-// share of the bucket headers, which do not grow with the number of tasks.
+// sizeof(TimerTask) (56 bytes on x86-64, checked by a test) plus a share of the bucket headers,
+// which do not grow with the number of tasks.
 //
 // Tasks are reference counted (boost::intrusive_ptr): the timer holds a reference while the
 // task is scheduled or waiting for its executor, so a caller may drop its own reference right
@@ -30,7 +30,7 @@ namespace purgatory {
 class SystemTimer;
 class TimerTaskList;
 class TimingWheel;
-class ExpiredTask;
+class ExpiredBatch;
 
 // Thread-safe: cancel() and is_pending() may be called from any thread, including from the task's
 // own run(). A task belongs to at most one timer at a time.
@@ -65,7 +65,7 @@ class TimerTask : public boost::intrusive_ref_counter<TimerTask, boost::thread_s
   friend class SystemTimer;
   friend class TimerTaskList;
   friend class TimingWheel;
-  friend class ExpiredTask;
+  friend class ExpiredBatch;
 
   // state_ = (sequence << 2) | phase. The sequence grows each time the task is handed to an
   // executor, so a stale ExpiredTask can never claim a later run (no ABA).
@@ -77,8 +77,10 @@ class TimerTask : public boost::intrusive_ref_counter<TimerTask, boost::thread_s
     return (s & ~3U) | p;
   }
 
+  // auto_unlink: a bucket is striped over several lists and a task unlinks itself from whichever
+  // it is in, without knowing which.
   using Hook = boost::intrusive::list_member_hook<
-      boost::intrusive::link_mode<boost::intrusive::normal_link>>;
+      boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 
   std::atomic<std::uint32_t> state_{kIdle};
   Hook hook_;                                 // guarded by timer_->mu_ (or the owner of list_)

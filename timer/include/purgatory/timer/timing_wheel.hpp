@@ -71,6 +71,27 @@ class TimingWheel {
     return true;
   }
 
+  // Takes out, bucket after bucket in time order, every task due at or before `time`, calling
+  // fn(TimerTask&) on each; fn returns false to stop early (the rest stays in its bucket for the
+  // next call). Returns true when everything due was taken, and then the clock is at `time`.
+  template <class F>
+  bool expire_due(std::int64_t time, F&& fn) {
+    for (;;) {
+      const auto next = find_next();
+      if (!next || next->expiration > time) {
+        advance_clock(time);
+        return true;
+      }
+      advance_clock(next->expiration);
+      TimingWheel& level = *next->level;
+      TimerTaskList& bucket = level.buckets_[static_cast<std::size_t>(next->slot)];
+      while (TimerTask* task = bucket.pop()) {
+        if (bucket.empty()) level.clear_bit(next->slot);
+        if (!fn(*task)) return false;
+      }
+    }
+  }
+
   // Unlinks every task of every level, calling fn(TimerTask&) on each (used by close()).
   template <class F>
   void drain(F&& fn) {
@@ -105,6 +126,9 @@ class TimingWheel {
   // Tasks held by this level alone, and by this level plus all overflow levels.
   [[nodiscard]] std::size_t level_size() const noexcept { return level_count_; }
   [[nodiscard]] std::size_t size() const noexcept;
+  // Bytes of bookkeeping held by this level and its overflow levels (buckets, bitmaps), which is
+  // what the wheel costs beyond the tasks themselves.
+  [[nodiscard]] std::size_t memory_bytes() const noexcept;
   // Number of levels in use (1 + overflow wheels created so far).
   [[nodiscard]] int levels() const noexcept;
 
