@@ -155,6 +155,9 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
                           fmt::format("SystemTimer '{}': {} tasks pending, the limit (max_pending)",
                                       name_, pending_));
     }
+    // Publish the owner before any phase that makes cancel() look at it (kScheduled): a cancel()
+    // on another thread that sees the new phase must find this timer, never a stale or null one.
+    t.timer_.store(this, std::memory_order_release);
     // Take the task out of wherever it is; remember whether the wheel's reference comes with it.
     bool have_ref = false;
     for (;;) {
@@ -174,7 +177,6 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
       }
     }
     if (!have_ref) intrusive_ptr_add_ref(&t);
-    t.timer_.store(this, std::memory_order_release);
     if (pending_ == 0) wheel_.advance_clock(now);  // empty wheel: catch up with the clock for free
     if (expiration >= 0 && wheel_.add(t, expiration)) {
       ++pending_;
