@@ -1,0 +1,516 @@
+// purgatory_bench: Kafka's TestPurgatoryPerformance, against a naive purgatory.
+//
+// Requests arrive as a Poisson process at --rate per second; each watches --keys random keys out
+// of --key-space-size and draws a completion latency from a log-normal distribution given by its
+// median (--pct50) and 75th percentile (--pct75). A request whose latency is below --timeout is
+// completed at that time by a completer thread (force_complete, as Kafka's harness does); the
+// others expire. Prints the achieved rate, the process CPU time, the peak RSS, the purgatory size
+// over time and the completion and expiry latency percentiles.
+//
+//   purgatory_bench --impl=both --num 1000000 --rate 100000 --pct50 20 --pct75 50
+//                   --timeout 100 --keys 3 --key-space-size 1000   (one command line)
+//
+// --impl=naive is the purgatory written the obvious way: one mutex, an unordered_multimap from key
+// to operation, one boost::asio::steady_timer per operation on an io_context run by one thread.
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
+#include <utility>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/core.h>
+#include <CLI/CLI.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "purgatory/delayed_operation_purgatory.hpp"
+#include "purgatory/latency_histogram.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using purgatory::LatencyHistogram;
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+struct Config {
+  long num = 1'000'000;
+  double rate = 100'000;
+  double pct50 = 20;
+  double pct75 = 50;
+  long timeout_ms = 100;
+  int keys = 3;
+  int key_space = 1000;
+  std::size_t shards = 16;
+  double sample_s = 1.0;
+  std::string impl = "ours";
+  std::string executor = "inline";
+};
+
+// What every run measures; shared by the implementation's callbacks.
+struct Stats {
+  LatencyHistogram completion;  // arrival -> on_complete, for requests completed in time
+  LatencyHistogram expiry;      // arrival -> on_expiration
+  LatencyHistogram lateness;    // intended completion time -> on_complete
+  std::atomic<long> early{0};   // completed before the intended time (must stay 0)
+  std::atomic<long> resolved{0};
+};
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+long status_kib(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::string prefix = std::string(field) + ":";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) return std::stol(line.substr(prefix.size()));
+  }
+  return -1;
+}
+
+// Resets VmHWM so that each implementation's peak is its own.
+void reset_peak_rss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+}
+
+// Kafka's LogNormalDistribution: the median and the 75th percentile fix mu and sigma.
+class LatencySampler {
+ public:
+  LatencySampler(double pct50, double pct75, std::uint64_t seed)
+      : mu_(std::log(pct50)), sigma_((std::log(pct75) - mu_) / 0.674489750196), rng_(seed) {}
+  double next_ms() { return std::exp(mu_ + sigma_ * normal_(rng_)); }
+
+ private:
+  double mu_;
+  double sigma_;
+  std::mt19937_64 rng_;
+  std::normal_distribution<double> normal_{0.0, 1.0};
+};
+
+// Completes requests when their latency has passed: a heap by due time, fed in batches.
+template <class Handle, class CompleteFn>
+class Completer {
+ public:
+  explicit Completer(CompleteFn complete) : complete_(std::move(complete)) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~Completer() { stop(); }
+
+  // Buffers on the caller's side; flush() hands a whole batch over under one lock.
+  void add(Clock::time_point due, Handle handle) { local_.push_back({due, std::move(handle)}); }
+  void flush() {
+    if (local_.empty()) return;
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (incoming_.empty()) {
+      incoming_.swap(local_);
+    } else {
+      for (Item& item : local_)
+        incoming_.push_back(std::move(item));
+      local_.clear();
+    }
+  }
+  void stop() {
+    if (!thread_.joinable()) return;
+    stopping_ = true;
+    thread_.join();
+  }
+
+ private:
+  struct Item {
+    Clock::time_point due;
+    Handle handle;
+    bool operator>(const Item& o) const { return due > o.due; }
+  };
+
+  void loop() {
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+    std::vector<Item> batch;
+    for (;;) {
+      {
+        const std::lock_guard<std::mutex> lock(mu_);
+        batch.swap(incoming_);
+      }
+      for (Item& item : batch)
+        heap.push(std::move(item));
+      batch.clear();
+      const auto now = Clock::now();
+      while (!heap.empty() && heap.top().due <= now) {
+        complete_(heap.top().handle);
+        heap.pop();
+      }
+      if (stopping_.load() && heap.empty()) {
+        const std::lock_guard<std::mutex> lock(mu_);
+        if (incoming_.empty()) return;
+      }
+      // Naps of 0.5 to 1 ms: latencies are given in ms, and waking for every due time (up to
+      // 100k times a second) would cost more CPU than either purgatory.
+      auto until = now + milliseconds(1);
+      if (!heap.empty()) until = std::clamp(heap.top().due, now + microseconds(500), until);
+      std::this_thread::sleep_until(until);
+    }
+  }
+
+  CompleteFn complete_;
+  std::mutex mu_;
+  std::vector<Item> incoming_;  // guarded by mu_
+  std::vector<Item> local_;     // the generator's batch
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+// ---- ours -------------------------------------------------------------------------------------
+
+class BenchOperation final : public purgatory::DelayedOperation {
+ public:
+  BenchOperation(nanoseconds timeout, Clock::time_point arrival, Clock::time_point completes_at,
+                 Stats& stats)
+      : DelayedOperation(timeout), arrival_(arrival), completes_at_(completes_at), stats_(stats) {}
+
+ protected:
+  bool try_complete() override { return Clock::now() >= completes_at_ && force_complete(); }
+  void on_complete() override {
+    if (outcome() == purgatory::Outcome::completed) {
+      const auto now = Clock::now();
+      stats_.completion.record(now - arrival_);
+      stats_.lateness.record(now - completes_at_);
+      if (now < completes_at_) stats_.early.fetch_add(1);
+    }
+    if (outcome() != purgatory::Outcome::expired) stats_.resolved.fetch_add(1);
+  }
+  void on_expiration() override {
+    stats_.expiry.record(Clock::now() - arrival_);
+    stats_.resolved.fetch_add(1);
+  }
+
+ private:
+  const Clock::time_point arrival_;
+  const Clock::time_point completes_at_;
+  Stats& stats_;
+};
+
+class Ours {
+ public:
+  using Handle = purgatory::OperationRef;
+  explicit Ours(const Config& config) : purgatory_(options(config)) {}
+
+  static purgatory::PurgatoryOptions options(const Config& config) {
+    purgatory::PurgatoryOptions o;
+    o.name = "bench";
+    o.shards = config.shards;
+    // inline: expiries run on the reaper thread, as the naive one runs them on its io thread.
+    if (config.executor == "inline")
+      o.timer.executor = std::make_shared<purgatory::InlineExecutor>();
+    return o;
+  }
+  Handle add(nanoseconds timeout, Clock::time_point arrival, Clock::time_point completes_at,
+             const std::vector<int>& keys, Stats& stats) {
+    Handle op(new BenchOperation(timeout, arrival, completes_at, stats));
+    purgatory_.try_complete_else_watch(op, std::span<const int>(keys));
+    return op;
+  }
+  static void complete(const Handle& op) { op->force_complete(); }
+  std::size_t watched() const { return purgatory_.watched(); }
+  std::size_t delayed() const { return purgatory_.num_delayed(); }
+  void shutdown() { purgatory_.shutdown(); }
+
+ private:
+  purgatory::DelayedOperationPurgatory<int> purgatory_;
+};
+
+// ---- naive ------------------------------------------------------------------------------------
+
+class Naive {
+ public:
+  struct Op {
+    Op(boost::asio::io_context& io, std::vector<int> k, Clock::time_point a, Clock::time_point c,
+       Stats& s)
+        : timer(io), keys(std::move(k)), arrival(a), completes_at(c), stats(s) {}
+    boost::asio::steady_timer timer;
+    std::vector<int> keys;
+    Clock::time_point arrival;
+    Clock::time_point completes_at;
+    Stats& stats;
+    bool done = false;  // guarded by Naive::mu_
+  };
+  using Handle = std::shared_ptr<Op>;
+
+  explicit Naive(const Config&) : work_(io_.get_executor()), thread_([this] { io_.run(); }) {}
+  ~Naive() { shutdown(); }
+
+  Handle add(nanoseconds timeout, Clock::time_point arrival, Clock::time_point completes_at,
+             const std::vector<int>& keys, Stats& stats) {
+    auto op = std::make_shared<Op>(io_, keys, arrival, completes_at, stats);
+    const std::lock_guard<std::mutex> lock(mu_);
+    for (int key : keys)
+      watchers_.emplace(key, op);
+    op->timer.expires_after(timeout);
+    op->timer.async_wait([this, op](const boost::system::error_code& ec) {
+      if (!ec) expire(op);
+    });
+    return op;
+  }
+  void complete(const Handle& op) {
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      if (op->done) return;
+      op->done = true;
+      unwatch(*op);
+    }
+    // Asio timers are not thread-safe objects: cancel on the thread that runs the io_context.
+    boost::asio::post(io_, [op] { op->timer.cancel(); });
+    const auto now = Clock::now();
+    op->stats.completion.record(now - op->arrival);
+    op->stats.lateness.record(now - op->completes_at);
+    if (now < op->completes_at) op->stats.early.fetch_add(1);
+    op->stats.resolved.fetch_add(1);
+  }
+  std::size_t watched() const {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return watchers_.size();
+  }
+  std::size_t delayed() const { return watched(); }
+  void shutdown() {
+    if (!thread_.joinable()) return;
+    work_.reset();
+    io_.stop();
+    thread_.join();
+  }
+
+ private:
+  void expire(const Handle& op) {
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      if (op->done) return;
+      op->done = true;
+      unwatch(*op);
+    }
+    op->stats.expiry.record(Clock::now() - op->arrival);
+    op->stats.resolved.fetch_add(1);
+  }
+  void unwatch(const Op& op) {
+    for (int key : op.keys) {
+      auto [it, end] = watchers_.equal_range(key);
+      for (; it != end; ++it) {
+        if (it->second.get() == &op) {
+          watchers_.erase(it);
+          break;
+        }
+      }
+    }
+  }
+
+  mutable std::mutex mu_;
+  std::unordered_multimap<int, Handle> watchers_;  // guarded by mu_
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread thread_;
+};
+
+// ---- null: the harness alone (its CPU cost is in both figures above) -----------------------
+
+class Null {
+ public:
+  using Handle = int;
+  explicit Null(const Config&) {}
+  Handle add(nanoseconds, Clock::time_point, Clock::time_point, const std::vector<int>&,
+             Stats& stats) {
+    stats.resolved.fetch_add(1);
+    return 0;
+  }
+  static void complete(const Handle&) {}
+  static std::size_t watched() { return 0; }
+  static std::size_t delayed() { return 0; }
+  static void shutdown() {}
+};
+
+// ---- the harness ------------------------------------------------------------------------------
+
+struct Result {
+  double cpu_s = 0;
+  double elapsed_s = 0;
+  double achieved_rate = 0;
+  long peak_rss_kib = 0;
+};
+
+std::string ms(nanoseconds d) {
+  return fmt::format("{:.2f}", static_cast<double>(d.count()) / 1e6);
+}
+
+void print_latency(const char* what, const LatencyHistogram& h) {
+  const auto s = h.summary();
+  fmt::print("  {} latency (ms, {} samples): p50 {} p75 {} p99 {} p99.9 {} max {}\n", what, s.count,
+             ms(s.p50), ms(h.percentile(0.75)), ms(s.p99), ms(s.p999), ms(s.max));
+}
+
+template <class Impl>
+Result run(const Config& config, const char* label) {
+  fmt::print(
+      "== {}: {} requests at {:.0f}/s, latency pct50 {} ms pct75 {} ms, timeout {} ms, "
+      "{} keys of {}\n",
+      label, config.num, config.rate, config.pct50, config.pct75, config.timeout_ms, config.keys,
+      config.key_space);
+  std::fflush(stdout);
+  reset_peak_rss();
+  Stats stats;
+  const double cpu0 = cpu_seconds();
+  const auto start = Clock::now();
+  Result result;
+  {
+    Impl impl(config);
+    Completer<typename Impl::Handle, std::function<void(const typename Impl::Handle&)>> completer(
+        [&impl](const typename Impl::Handle& h) { impl.complete(h); });
+
+    std::atomic<bool> sampling{true};
+    std::thread sampler([&] {
+      const auto period =
+          duration_cast<nanoseconds>(std::chrono::duration<double>(config.sample_s));
+      auto next = start + period;
+      while (sampling.load()) {
+        std::this_thread::sleep_until(std::min(next, Clock::now() + milliseconds(20)));
+        if (Clock::now() < next) continue;
+        fmt::print("  t={:6.2f}s purgatory size: watched {} delayed {}\n",
+                   std::chrono::duration<double>(Clock::now() - start).count(), impl.watched(),
+                   impl.delayed());
+        std::fflush(stdout);
+        next += period;
+      }
+    });
+
+    std::mt19937_64 rng(1);
+    std::exponential_distribution<double> gap(config.rate);
+    std::uniform_int_distribution<int> key_dist(0, config.key_space - 1);
+    LatencySampler latency(config.pct50, config.pct75, 2);
+    const nanoseconds timeout = milliseconds(config.timeout_ms);
+    std::vector<int> keys(static_cast<std::size_t>(config.keys));
+    double arrival_s = 0;
+    auto last_issue = start;
+    for (long i = 0; i < config.num;) {
+      // Issue every request due by now in one batch, then sleep until the next one is due: a
+      // sleep per request could not sustain 100k/s.
+      const auto now = Clock::now();
+      const auto next_due =
+          start + duration_cast<nanoseconds>(std::chrono::duration<double>(arrival_s));
+      if (next_due > now) {
+        // At least 1 ms per nap: at 100k/s that is ~100 arrivals per batch, and the generator
+        // wakes 1000 times a second instead of once per request.
+        std::this_thread::sleep_until(std::max(next_due, now + milliseconds(1)));
+        continue;
+      }
+      while (i < config.num) {
+        const auto due =
+            start + duration_cast<nanoseconds>(std::chrono::duration<double>(arrival_s));
+        if (due > now) break;
+        const double latency_ms = latency.next_ms();
+        const auto completes_at =
+            due + duration_cast<nanoseconds>(std::chrono::duration<double, std::milli>(latency_ms));
+        for (int& k : keys)
+          k = key_dist(rng);
+        auto handle = impl.add(timeout, due, completes_at, keys, stats);
+        if (latency_ms < static_cast<double>(config.timeout_ms)) {
+          completer.add(completes_at, std::move(handle));
+        }
+        arrival_s += gap(rng);
+        ++i;
+      }
+      completer.flush();
+      last_issue = Clock::now();
+    }
+    const double issue_s = std::chrono::duration<double>(last_issue - start).count();
+    result.achieved_rate = static_cast<double>(config.num) / issue_s;
+
+    while (stats.resolved.load() < config.num)
+      std::this_thread::sleep_for(milliseconds(1));
+    result.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+    sampling = false;
+    sampler.join();
+    completer.stop();
+    impl.shutdown();
+  }
+  result.cpu_s = cpu_seconds() - cpu0;
+  result.peak_rss_kib = status_kib("VmHWM");
+
+  fmt::print("  target rate {:.0f}/s, achieved rate {:.0f}/s ({:+.1f}%)\n", config.rate,
+             result.achieved_rate, 100.0 * (result.achieved_rate / config.rate - 1.0));
+  fmt::print("  elapsed {:.2f} s, process CPU time {:.2f} s ({:.0f}% of one core)\n",
+             result.elapsed_s, result.cpu_s, 100.0 * result.cpu_s / result.elapsed_s);
+  fmt::print("  peak RSS {:.1f} MiB\n", static_cast<double>(result.peak_rss_kib) / 1024.0);
+  print_latency("completion", stats.completion);
+  print_latency("completion lateness", stats.lateness);
+  print_latency("expiry", stats.expiry);
+  if (stats.early.load() != 0) fmt::print("  ERROR: {} completed early\n", stats.early.load());
+  std::fflush(stdout);
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config config;
+  CLI::App app{"Purgatory performance (Kafka's TestPurgatoryPerformance)"};
+  app.add_option("--num", config.num, "number of requests")->check(CLI::PositiveNumber);
+  app.add_option("--rate", config.rate, "arrival rate, requests per second (Poisson)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--pct50", config.pct50, "median completion latency, ms (log-normal)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--pct75", config.pct75, "75th percentile completion latency, ms")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--timeout", config.timeout_ms, "request timeout, ms")->check(CLI::PositiveNumber);
+  app.add_option("--keys", config.keys, "keys watched per request")->check(CLI::PositiveNumber);
+  app.add_option("--key-space-size", config.key_space, "number of distinct keys")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--shards", config.shards, "watch-list shards (ours)")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--sample", config.sample_s, "purgatory size sampling period, s")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--executor", config.executor,
+                 "where our expiries run: inline (the reaper thread) or thread (a second one)")
+      ->check(CLI::IsMember({"inline", "thread"}));
+  app.add_option("--impl", config.impl, "ours, naive, both, or null (the harness alone)")
+      ->check(CLI::IsMember({"ours", "naive", "both", "null"}));
+  CLI11_PARSE(app, argc, argv);
+  if (config.pct75 < config.pct50) {
+    fmt::print(stderr, "--pct75 ({}) must not be below --pct50 ({})\n", config.pct75, config.pct50);
+    return 1;
+  }
+
+  if (config.impl == "ours") {
+    run<Ours>(config, "ours");
+  } else if (config.impl == "naive") {
+    run<Naive>(config, "naive");
+  } else if (config.impl == "null") {
+    run<Null>(config, "null");
+  } else {
+    const Result ours = run<Ours>(config, "ours");
+    const Result naive = run<Naive>(config, "naive");
+    fmt::print("cpu ours {:.2f} s, naive {:.2f} s\n", ours.cpu_s, naive.cpu_s);
+    fmt::print("cpu ratio naive/ours: {:.2f}\n", naive.cpu_s / ours.cpu_s);
+  }
+  return 0;
+}

@@ -1,0 +1,194 @@
+// DelayedOperation: a request that waits until a condition holds or its timeout passes.
+//
+// Kafka's DelayedOperation. Write one by deriving (override try_complete(), on_complete() and
+// optionally on_expiration()), or without a subclass with make_operation(timeout, condition,
+// on_complete[, on_expiration]). Hand it to a DelayedOperationPurgatory, which watches it on keys,
+// re-checks it when a key is checked, and schedules its timeout on a SystemTimer (the operation
+// is its own TimerTask: run() is the expiry, cancelled as soon as the operation completes).
+//
+// Exactly one outcome per operation (completed, expired or shut_down), decided under the
+// operation's lock, so try_complete() and the completion callbacks never overlap; the expiry
+// takes the lock too (Kafka only closed that race, on its expiry path, in 2025). Around user code:
+//   - try_complete() runs with the operation's lock held, never concurrently with itself, and
+//     only while the operation is pending. It may call force_complete() on this operation and
+//     check_and_complete() on any purgatory (checks never block on an operation's lock); it must
+//     not block, nor force_complete() *another* operation (two such calls could deadlock).
+//   - on_complete(), on_expiration() and the outcome listener run with *no* lock of this
+//     operation or of the purgatory held, after the lock is released: they may call anything,
+//     including check_and_complete() and try_complete_else_watch() of a new operation.
+// Exceptions escaping a callback are caught and reported to the purgatory's error handler (or
+// stderr when not watched); an exception from try_complete() counts as "not complete".
+#pragma once
+
+#include <atomic>
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include <boost/smart_ptr/intrusive_ptr.hpp>
+
+#include "purgatory/detail/watch_registry.hpp"
+#include "purgatory/operation_lock.hpp"
+#include "purgatory/outcome.hpp"
+#include "purgatory/timer/clock.hpp"
+#include "purgatory/timer/timer_task.hpp"
+
+namespace purgatory {
+
+// Told once, after the callbacks, how an operation ended. Used by the Asio adapter (asio.hpp).
+class OutcomeListener {
+ public:
+  OutcomeListener() = default;
+  OutcomeListener(const OutcomeListener&) = delete;
+  OutcomeListener& operator=(const OutcomeListener&) = delete;
+  virtual ~OutcomeListener() = default;
+  virtual void on_outcome(Outcome outcome) noexcept = 0;
+};
+
+// Thread-safe: every public member may be called from any thread. The caller of any member must
+// hold a reference (OperationRef) for the duration of the call. TimerTask::cancel() is the
+// purgatory's business: calling it yourself withdraws the timeout.
+// Memory: about 170 bytes plus 32 per watched key (freed at completion) on x86-64.
+class DelayedOperation : public TimerTask {
+ public:
+  // `timeout` is measured from the moment a purgatory starts watching the operation.
+  explicit DelayedOperation(Nanos timeout) noexcept : timeout_(timeout) {}
+  ~DelayedOperation() override;
+
+  // Completes the operation unless it already has an outcome. Exactly one caller across all
+  // threads (and the expiry) wins and gets true; on_complete() has run when it returns, except
+  // when the caller holds the operation's lock (inside try_complete(), or between lock() and
+  // unlock()): then it runs when that lock is released.
+  bool force_complete();
+
+  // Kafka's safeTryComplete: runs try_complete() under the lock. If another thread holds the
+  // lock it does not wait: it leaves a note that makes the holder check again before releasing
+  // (Kafka's tryCompletePending), so no check is lost and no checker blocks. Returns whether this
+  // call decided the outcome.
+  bool safe_try_complete();
+
+  [[nodiscard]] bool is_completed() const noexcept { return outcome() != Outcome::pending; }
+  [[nodiscard]] Outcome outcome() const noexcept {
+    return outcome_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] Nanos timeout() const noexcept { return timeout_; }
+  // True once a purgatory accepted it (try_complete_else_watch() may be called once).
+  [[nodiscard]] bool was_watched() const noexcept {
+    return claimed_.load(std::memory_order_acquire);
+  }
+
+  // Calls `listener` once with the outcome, after on_complete()/on_expiration() ran; at once if
+  // that already happened. At most one listener: a second throws std::logic_error.
+  void set_outcome_listener(std::unique_ptr<OutcomeListener> listener);
+
+  // Lockable: the operation's lock. Hold it to change state that try_complete() reads. On the
+  // last unlock() a completion decided meanwhile runs its callbacks (on this thread), and a check
+  // that was skipped because the lock was held is retried.
+  void lock() { lock_.lock(); }
+  bool try_lock() { return lock_.try_lock(); }
+  void unlock();
+  [[nodiscard]] bool lock_held_by_current_thread() const noexcept {
+    return lock_.held_by_current_thread();
+  }
+
+ protected:
+  // Checks the completion condition; if it holds, calls force_complete() and returns its result.
+  // Runs under the lock, only while pending.
+  virtual bool try_complete() = 0;
+  // Runs exactly once, whoever completes (outcome() tells how). No lock held.
+  virtual void on_complete() = 0;
+  // Runs once, after on_complete(), when the timeout won. No lock held.
+  virtual void on_expiration() {}
+
+ private:
+  friend struct detail::OperationAccess;
+
+  // The expiry: the timer calls it when the timeout passes first.
+  void run() final;
+  // Decides `outcome` unless already decided; the callbacks run on the last unlock.
+  bool complete_with(Outcome outcome);
+  // Requires the lock. Records the outcome, leaves the timer and every watch list.
+  bool decide_locked(Outcome outcome) noexcept;
+  // Runs the callbacks and the listener. No lock held.
+  void finish() noexcept;
+  void report(std::exception_ptr error, std::string_view where) noexcept;
+  // Requires the lock, not inside try_complete(). Runs try_complete(); returns whether it decided.
+  bool run_try_complete_locked() noexcept;
+
+  static constexpr std::uint8_t kNoListener = 0;
+  static constexpr std::uint8_t kListening = 1;
+  static constexpr std::uint8_t kFinished = 2;
+
+  const Nanos timeout_;
+  OperationLock lock_;
+  std::atomic<Outcome> outcome_{Outcome::pending};  // written under lock_
+  std::atomic<bool> try_pending_{false};            // a skipped check the holder must redo
+  std::atomic<bool> claimed_{false};                // watched once
+  std::atomic<bool> has_listener_{false};
+  // kNoListener -> kListening (set_outcome_listener) and/or -> kFinished (callbacks done): who
+  // moves it second calls the listener, without a lock.
+  std::atomic<std::uint8_t> listen_state_{kNoListener};
+  bool deferred_ = false;         // guarded by lock_: finish() on last unlock
+  bool in_try_complete_ = false;  // guarded by lock_
+  std::uint32_t num_nodes_ = 0;   // guarded by lock_
+  Nanos watched_since_{0};        // guarded by lock_
+  boost::intrusive_ptr<detail::WatchRegistry> registry_;  // guarded by lock_ while pending
+  std::unique_ptr<detail::WatchNode[]> nodes_;            // guarded by lock_
+  std::unique_ptr<OutcomeListener> listener_;             // published by listen_state_
+};
+
+using OperationRef = boost::intrusive_ptr<DelayedOperation>;
+
+// A DelayedOperation made of callables: condition() -> bool says whether the operation can
+// complete now; on_complete() or on_complete(Outcome); on_expiration().
+template <class Condition, class OnComplete, class OnExpiration>
+class CallableOperation final : public DelayedOperation {
+ public:
+  CallableOperation(Nanos timeout, Condition condition, OnComplete on_complete,
+                    OnExpiration on_expiration)
+      : DelayedOperation(timeout),
+        condition_(std::move(condition)),
+        on_complete_(std::move(on_complete)),
+        on_expiration_(std::move(on_expiration)) {}
+
+ protected:
+  bool try_complete() override { return condition_() && force_complete(); }
+  void on_complete() override {
+    if constexpr (std::is_invocable_v<OnComplete&, Outcome>) {
+      on_complete_(outcome());
+    } else {
+      on_complete_();
+    }
+  }
+  void on_expiration() override { on_expiration_(); }
+
+ private:
+  Condition condition_;
+  OnComplete on_complete_;
+  OnExpiration on_expiration_;
+};
+
+struct NoExpirationCallback {
+  void operator()() const noexcept {}
+};
+
+// make_operation(timeout, condition, on_complete[, on_expiration]): the common case, no subclass.
+template <class Condition, class OnComplete, class OnExpiration = NoExpirationCallback>
+requires std::is_invocable_r_v < bool, std::decay_t<Condition>
+& > &&(std::is_invocable_v<std::decay_t<OnComplete>&> ||
+       std::is_invocable_v<std::decay_t<OnComplete>&,
+                           Outcome>)&&std::is_invocable_v<std::decay_t<OnExpiration>&> OperationRef
+    make_operation(Nanos timeout, Condition&& condition, OnComplete&& on_complete,
+                   OnExpiration&& on_expiration = {}) {
+  using Op = CallableOperation<std::decay_t<Condition>, std::decay_t<OnComplete>,
+                               std::decay_t<OnExpiration>>;
+  return OperationRef(new Op(timeout, std::forward<Condition>(condition),
+                             std::forward<OnComplete>(on_complete),
+                             std::forward<OnExpiration>(on_expiration)));
+}
+
+}  // namespace purgatory

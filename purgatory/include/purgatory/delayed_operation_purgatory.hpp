@@ -1,0 +1,344 @@
+// DelayedOperationPurgatory: Kafka's request purgatory, with its memory lessons built in.
+//
+// Operations wait here, watched on one or more keys, until a check of one of their keys finds
+// them completable (check_and_complete), someone force-completes them, or their timeout passes on
+// the SystemTimer. Watch lists live in a key map split over independently locked shards.
+//
+// Unlike Kafka, a completed operation leaves *every* key's list the moment it completes (each
+// operation owns one intrusive node per key and unlinks them all under the shard locks), and a
+// key whose list empties is erased. Memory is therefore bounded by what is waiting now: there is
+// no purge interval, and no operation completed through one key lingers on the others
+// (KAFKA-19389 and KAFKA-19763 were broker OOMs from exactly that).
+//
+// Errors (exceptions): std::invalid_argument for a null operation or empty keys,
+// OperationAlreadyWatched, PurgatoryShutDown for any call but the getters after shutdown().
+//
+// Locks: a shard lock is held only to link, unlink or copy a key's list, never around user code;
+// lock order is operation, then shard. See delayed_operation.hpp for the locks around callbacks.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <boost/container/small_vector.hpp>
+
+#include "purgatory/delayed_operation.hpp"
+#include "purgatory/detail/operation_access.hpp"
+#include "purgatory/detail/purgatory_state.hpp"
+#include "purgatory/errors.hpp"
+#include "purgatory/purgatory_metrics.hpp"
+#include "purgatory/timer/system_timer.hpp"
+
+namespace purgatory {
+
+// Thread-safe: every member may be called from any thread, including from an operation's
+// callbacks, except that shutdown() (and so the destructor) must not be called from a callback
+// run by the purgatory's own timer.
+template <class Key, class Hash = std::hash<Key>, class KeyEqual = std::equal_to<Key>>
+class DelayedOperationPurgatory {
+ public:
+  // A purgatory with its own SystemTimer, built from options.timer.
+  explicit DelayedOperationPurgatory(PurgatoryOptions options = {})
+      : DelayedOperationPurgatory(make_timer(options), options, true) {}
+  // A purgatory sharing `timer` (not closed by shutdown()). Throws std::invalid_argument if null.
+  explicit DelayedOperationPurgatory(std::shared_ptr<SystemTimer> timer,
+                                     PurgatoryOptions options = {})
+      : DelayedOperationPurgatory(std::move(timer), options, false) {}
+  // shutdown().
+  ~DelayedOperationPurgatory() { shutdown(); }
+  DelayedOperationPurgatory(const DelayedOperationPurgatory&) = delete;
+  DelayedOperationPurgatory& operator=(const DelayedOperationPurgatory&) = delete;
+
+  // Kafka's tryCompleteElseWatch: tries to complete `op`; if it cannot, watches it on every key,
+  // tries once more (a completion that became possible between the first try and the watch is
+  // not missed), and only then schedules its timeout. Returns whether this call completed it.
+  // An operation completed before this call is returned false and not watched.
+  // If the timer refuses the timeout (closed, or at max_pending) the operation expires at once.
+  bool try_complete_else_watch(const OperationRef& op, std::span<const Key> keys) {
+    if (!op) throw std::invalid_argument("try_complete_else_watch: the operation is null");
+    if (keys.empty()) {
+      throw std::invalid_argument("purgatory '" + state_->name() +
+                                  "': try_complete_else_watch: keys is empty (an operation must "
+                                  "be watched on at least one key)");
+    }
+    throw_if_shut_down("try_complete_else_watch");
+    if (!Access::claim(*op)) throw OperationAlreadyWatched(state_->name());
+
+    Watch watched = Watch::completed_elsewhere;
+    try {
+      watched = watch(*op, keys);
+    } catch (...) {
+      Access::unclaim(*op);  // refused, not watched: the caller still owns it
+      throw;
+    }
+    if (watched == Watch::completed_unwatched) state_->account_unwatched(Outcome::completed);
+    return watched == Watch::completed_unwatched || watched == Watch::completed_watched;
+  }
+  bool try_complete_else_watch(const OperationRef& op, std::initializer_list<Key> keys) {
+    return try_complete_else_watch(op, std::span<const Key>(keys.begin(), keys.size()));
+  }
+
+  // Kafka's checkAndComplete: tries every operation watched on `key`; returns how many this call
+  // completed (they leave every key at once). 0 for a key nobody watches. No shard lock is held
+  // while try_complete() runs, and it never waits for an operation's lock.
+  std::size_t check_and_complete(const Key& key) {
+    throw_if_shut_down("check_and_complete");
+    Ops ops = copy_watchers(key);
+    std::size_t completed = 0;
+    for (const OperationRef& op : ops) {
+      if (op->safe_try_complete()) ++completed;
+    }
+    return completed;
+  }
+
+  // Kafka's cancelForKey: stops watching every operation watched on `key` (on all its keys) and
+  // cancels its timeout, without deciding an outcome, and returns them: the caller now decides
+  // their fate (typically force_complete()). Operations completing or expiring concurrently are
+  // left alone. Counted in metrics().cancelled_total. Waits for each operation's lock, so it must
+  // not be called from try_complete().
+  std::vector<OperationRef> cancel_for_key(const Key& key) {
+    throw_if_shut_down("cancel_for_key");
+    Ops ops = copy_watchers(key);
+    std::vector<OperationRef> cancelled;
+    cancelled.reserve(ops.size());
+    for (const OperationRef& op : ops) {
+      std::unique_lock<DelayedOperation> lock(*op);
+      if (op->is_completed() || Access::registry(*op) != state_.get()) continue;
+      if (Access::nodes(*op).empty()) continue;  // already cancelled through another key
+      // An expiry already under way keeps its course: only an operation whose timeout this call
+      // withdrew is handed back (timeouts are scheduled under the same lock, so it has one).
+      if (!op->cancel()) continue;
+      Access::detach(*op);
+      cancelled.push_back(op);
+    }
+    return cancelled;
+  }
+
+  // Kafka's PurgatorySize: (operation, key) pairs watched now.
+  [[nodiscard]] std::size_t watched() const noexcept {
+    std::size_t total = 0;
+    for (std::size_t i = 0; i <= mask_; ++i) {
+      total += shards_[i].watched.load(std::memory_order_relaxed);
+    }
+    return total;
+  }
+  // Kafka's NumDelayedOperations: operations waiting now.
+  [[nodiscard]] std::size_t num_delayed() const noexcept {
+    std::size_t total = 0;
+    for (std::size_t i = 0; i <= mask_; ++i) {
+      total += shards_[i].delayed.load(std::memory_order_relaxed);
+    }
+    return total;
+  }
+  [[nodiscard]] PurgatoryMetrics metrics() const {
+    PurgatoryMetrics m;
+    state_->fill(m);
+    m.watched = watched();
+    m.delayed = num_delayed();
+    return m;
+  }
+
+  // Stops accepting calls, then gives every waiting operation exactly one outcome: those the
+  // timer already expired finish as expired, all others complete with Outcome::shut_down (their
+  // on_complete() sees it in outcome()). Closes the timer if the purgatory owns it. Returns after
+  // every such callback ran. Idempotent.
+  void shutdown() {
+    if (state_->shut_down.exchange(true)) return;
+    for (std::size_t i = 0; i <= mask_; ++i) {
+      const std::lock_guard<std::mutex> lock(shards_[i].mu);
+      shards_[i].closed = true;
+    }
+    if (owns_timer_) (void)timer_->close();  // lets expiries already due finish first
+    for (std::size_t i = 0; i <= mask_; ++i) {
+      Shard& shard = shards_[i];
+      for (;;) {
+        OperationRef op;
+        {
+          const std::lock_guard<std::mutex> lock(shard.mu);
+          if (shard.entries.empty()) break;
+          op = shard.entries.begin()->second.nodes.front().op;
+        }
+        // Blocks until any other decider has unlinked it: the loop always progresses.
+        (void)Access::complete_with(*op, Outcome::shut_down);
+      }
+    }
+  }
+  [[nodiscard]] bool is_shut_down() const noexcept { return state_->shut_down.load(); }
+
+  [[nodiscard]] SystemTimer& timer() const noexcept { return *timer_; }
+  [[nodiscard]] const std::string& name() const noexcept { return state_->name(); }
+  [[nodiscard]] std::size_t shard_count() const noexcept { return mask_ + 1; }
+
+ private:
+  using Access = detail::OperationAccess;
+  using Ops = boost::container::small_vector<OperationRef, 8>;
+  static constexpr std::size_t kMinShrinkBuckets = 1024;
+
+  struct alignas(64) Shard {
+    std::mutex mu;
+    std::unordered_map<Key, detail::WatchList, Hash, KeyEqual> entries;  // guarded by mu
+    bool closed = false;                                                 // guarded by mu
+    std::atomic<std::size_t> watched{0};                                 // written under mu
+    // Operations whose first key is here: counting per shard, under a lock already held, keeps
+    // the adding and the completing threads off one shared counter.
+    std::atomic<std::size_t> delayed{0};  // written under mu
+  };
+
+  // The part the operations reference (kept alive by them while they are watched).
+  class State final : public detail::PurgatoryState {
+   public:
+    State(DelayedOperationPurgatory& owner, std::string name, CallbackErrorHandler on_error,
+          const Clock& clock)
+        : PurgatoryState(std::move(name), std::move(on_error), clock), owner_(&owner) {}
+
+    void unwatch(DelayedOperation& op, Outcome outcome) noexcept override {
+      const auto nodes = Access::nodes(op);
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        owner_->unlink(nodes[i], i == 0);
+      }
+      Access::free_nodes(op);
+      account(outcome, Access::watched_since(op));
+    }
+
+   private:
+    DelayedOperationPurgatory* owner_;  // valid while any operation is watched (see shutdown)
+  };
+
+  DelayedOperationPurgatory(std::shared_ptr<SystemTimer> timer, const PurgatoryOptions& options,
+                            bool owns_timer)
+      : timer_(std::move(timer)), owns_timer_(owns_timer) {
+    if (!timer_) throw std::invalid_argument("DelayedOperationPurgatory: the timer is null");
+    if (options.shards == 0 || options.shards > 65536) {
+      throw std::invalid_argument("purgatory '" + options.name + "': shards = " +
+                                  std::to_string(options.shards) + " is outside [1, 65536]");
+    }
+    const std::size_t count = std::bit_ceil(options.shards);
+    mask_ = count - 1;
+    shift_ = 64 - std::countr_zero(count);
+    shards_ = std::make_unique<Shard[]>(count);
+    state_ = new State(*this, options.name, options.on_callback_error, timer_->clock());
+  }
+
+  static std::shared_ptr<SystemTimer> make_timer(const PurgatoryOptions& options) {
+    TimerOptions timer_options = options.timer;
+    if (timer_options.name == TimerOptions{}.name) timer_options.name = options.name;
+    return std::make_shared<SystemTimer>(std::move(timer_options));
+  }
+
+  void throw_if_shut_down(const char* call) const {
+    if (state_->shut_down.load(std::memory_order_relaxed)) {
+      throw PurgatoryShutDown(state_->name(), call);
+    }
+  }
+
+  [[nodiscard]] std::size_t shard_of(const Key& key) const {
+    // Fibonacci hashing: the map's own buckets use the low bits of the same hash.
+    const auto h = static_cast<std::uint64_t>(Hash{}(key));
+    return shift_ >= 64 ? 0 : static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ULL) >> shift_);
+  }
+
+  enum class Watch { watching, completed_unwatched, completed_watched, completed_elsewhere };
+
+  // All under one hold of op's lock: tries; links one node per key; tries again (a completion
+  // that became possible between the first try and the watch is not missed); schedules the
+  // timeout. Scheduling under the lock means no completion (whose cancel() also runs under it)
+  // can race the timer's add(). Watches nothing if op completes first; on an exception nothing
+  // stays linked.
+  Watch watch(DelayedOperation& op, std::span<const Key> keys) {
+    const std::lock_guard<DelayedOperation> lock(op);  // its unlock runs a completion's callbacks
+    if (op.is_completed()) return Watch::completed_elsewhere;
+    if (Access::try_complete_locked(op)) return Watch::completed_unwatched;
+    const auto nodes = Access::begin_watch(op, state_, static_cast<std::uint32_t>(keys.size()));
+    try {
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        link(op, keys[i], nodes[i], i == 0);
+      }
+    } catch (...) {
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (nodes[i].list != nullptr) unlink(nodes[i], i == 0);
+      }
+      Access::abort_watch(op);
+      throw;
+    }
+    Access::commit_watch(op, state_->clock().now());
+    if (Access::try_complete_locked(op)) return Watch::completed_watched;
+    try {
+      timer_->add(OperationRef(&op), op.timeout());
+    } catch (const TimerRejected&) {
+      // No timeout can be enforced: end it now rather than let it wait forever (its callbacks
+      // run when the lock is released).
+      Access::complete_with(op, state_->shut_down.load() ? Outcome::shut_down : Outcome::expired);
+    }
+    return Watch::watching;
+  }
+
+  // `first`: the operation's first node, which carries its count in `delayed`.
+  void link(DelayedOperation& op, const Key& key, detail::WatchNode& node, bool first) {
+    const std::size_t index = shard_of(key);
+    Shard& shard = shards_[index];
+    const std::lock_guard<std::mutex> lock(shard.mu);
+    if (shard.closed) throw PurgatoryShutDown(state_->name(), "try_complete_else_watch");
+    auto [it, inserted] = shard.entries.try_emplace(key);
+    detail::WatchList& list = it->second;
+    if (inserted) {
+      list.key = &it->first;
+      list.shard = static_cast<std::uint32_t>(index);
+    }
+    node.op = &op;
+    node.list = &list;
+    list.nodes.push_back(node);
+    shard.watched.fetch_add(1, std::memory_order_relaxed);
+    if (first) shard.delayed.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void unlink(detail::WatchNode& node, bool first) noexcept {
+    detail::WatchList* list = node.list;
+    Shard& shard = shards_[list->shard];
+    const std::lock_guard<std::mutex> lock(shard.mu);
+    list->nodes.erase(list->nodes.iterator_to(node));
+    node.list = nullptr;
+    shard.watched.fetch_sub(1, std::memory_order_relaxed);
+    if (first) shard.delayed.fetch_sub(1, std::memory_order_relaxed);
+    if (list->nodes.empty()) {
+      // Erase through an iterator: erasing by a reference to the entry's own key is not safe.
+      shard.entries.erase(shard.entries.find(*static_cast<const Key*>(list->key)));
+      // Bucket arrays never shrink by themselves: after a burst of keys, give the memory back
+      // (amortized O(1): it takes a 16x fall in size between two shrinks).
+      const std::size_t buckets = shard.entries.bucket_count();
+      if (buckets > kMinShrinkBuckets && shard.entries.size() * 8 < buckets) {
+        shard.entries.rehash(shard.entries.size() * 2);
+      }
+    }
+  }
+
+  Ops copy_watchers(const Key& key) {
+    Ops ops;
+    Shard& shard = shards_[shard_of(key)];
+    const std::lock_guard<std::mutex> lock(shard.mu);
+    const auto it = shard.entries.find(key);
+    if (it == shard.entries.end()) return ops;
+    ops.reserve(it->second.nodes.size());
+    for (detail::WatchNode& node : it->second.nodes)
+      ops.emplace_back(node.op);
+    return ops;
+  }
+
+  std::shared_ptr<SystemTimer> timer_;
+  bool owns_timer_;
+  std::size_t mask_ = 0;
+  int shift_ = 64;
+  std::unique_ptr<Shard[]> shards_;
+  boost::intrusive_ptr<State> state_;
+};
+
+}  // namespace purgatory

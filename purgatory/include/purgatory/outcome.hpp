@@ -1,0 +1,30 @@
+// Outcome: how a DelayedOperation ended. Every operation a purgatory accepts ends with exactly one.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace purgatory {
+
+enum class Outcome : std::uint8_t {
+  pending,    // not decided yet
+  completed,  // try_complete() or force_complete() won: on_complete() ran
+  expired,    // the timeout won: on_complete() then on_expiration() ran
+  shut_down,  // the purgatory shut down first: on_complete() ran (on_expiration() did not)
+};
+
+[[nodiscard]] constexpr std::string_view to_string(Outcome outcome) noexcept {
+  switch (outcome) {
+    case Outcome::pending:
+      return "pending";
+    case Outcome::completed:
+      return "completed";
+    case Outcome::expired:
+      return "expired";
+    case Outcome::shut_down:
+      return "shut_down";
+  }
+  return "unknown";
+}
+
+}  // namespace purgatory

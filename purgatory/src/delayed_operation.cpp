@@ -1,0 +1,160 @@
+#include "purgatory/delayed_operation.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+namespace purgatory {
+
+DelayedOperation::~DelayedOperation() {
+  // A watched operation is referenced by its purgatory until unwatched, so it cannot die linked.
+}
+
+bool DelayedOperation::force_complete() {
+  return complete_with(Outcome::completed);
+}
+
+void DelayedOperation::run() {
+  (void)complete_with(Outcome::expired);
+}
+
+bool DelayedOperation::complete_with(Outcome outcome) {
+  if (is_completed()) return false;
+  const OperationRef self(this);  // the watch reference may drop while we hold the lock
+  lock();
+  const bool won = decide_locked(outcome);
+  if (won) deferred_ = true;
+  unlock();
+  return won;
+}
+
+void DelayedOperation::unlock() {
+  if (lock_.depth() > 1) {
+    lock_.unlock();
+    return;
+  }
+  const bool deferred = std::exchange(deferred_, false);
+  lock_.unlock();
+  if (deferred) {
+    finish();
+  } else if (try_pending_.load() && !is_completed()) {
+    (void)safe_try_complete();
+  }
+}
+
+bool DelayedOperation::run_try_complete_locked() noexcept {
+  do {
+    try_pending_.store(false);
+    if (is_completed()) return false;
+    in_try_complete_ = true;
+    try {
+      (void)try_complete();
+    } catch (...) {
+      report(std::current_exception(), "try_complete");
+    }
+    in_try_complete_ = false;
+    // Only a holder of the lock decides, and we hold it. A check skipped meanwhile (by another
+    // thread, or nested in this try) left a note: honour it before releasing the lock.
+    if (is_completed()) return true;
+  } while (try_pending_.load());
+  return false;
+}
+
+bool DelayedOperation::safe_try_complete() {
+  if (is_completed()) return false;
+  const OperationRef self(this);
+  bool retry = false;
+  do {
+    if (lock_.try_lock()) {
+      if (in_try_complete_) {
+        // Called from inside our own try_complete(): the running one re-checks on its way out.
+        try_pending_.store(true);
+        lock_.unlock();
+        return false;
+      }
+      const bool won = run_try_complete_locked();
+      if (lock_.depth() > 1) {
+        // The caller already held the lock: its unlock() runs the callbacks.
+        lock_.unlock();
+        return won;
+      }
+      const bool deferred = std::exchange(deferred_, false);
+      lock_.unlock();
+      if (deferred) finish();
+      if (won) return true;
+      retry = try_pending_.load();
+    } else {
+      // The holder will see the note and check again; if it had released the lock just before
+      // we wrote it, nobody would, so try once more ourselves.
+      retry = !try_pending_.exchange(true);
+    }
+  } while (retry && !is_completed());
+  return false;
+}
+
+bool DelayedOperation::decide_locked(Outcome outcome) noexcept {
+  if (is_completed()) return false;
+  outcome_.store(outcome, std::memory_order_release);
+  (void)cancel();  // leave the timing wheel at once, not when the timeout would have passed
+  if (num_nodes_ > 0) {
+    registry_->unwatch(*this, outcome);
+    intrusive_ptr_release(this);  // the watch reference; callers hold their own
+  }
+  return true;
+}
+
+void DelayedOperation::finish() noexcept {
+  const Outcome how = outcome();
+  try {
+    on_complete();
+  } catch (...) {
+    report(std::current_exception(), "on_complete");
+  }
+  if (how == Outcome::expired) {
+    try {
+      on_expiration();
+    } catch (...) {
+      report(std::current_exception(), "on_expiration");
+    }
+  }
+  // Only this thread touches registry_ once the outcome is decided.
+  registry_.reset();
+  if (listen_state_.exchange(kFinished, std::memory_order_acq_rel) == kListening) {
+    const std::unique_ptr<OutcomeListener> listener = std::move(listener_);
+    listener->on_outcome(how);
+  }
+}
+
+void DelayedOperation::set_outcome_listener(std::unique_ptr<OutcomeListener> listener) {
+  if (!listener) throw std::invalid_argument("set_outcome_listener: listener is null");
+  if (has_listener_.exchange(true)) {
+    throw std::logic_error("set_outcome_listener: the operation already has a listener");
+  }
+  listener_ = std::move(listener);
+  std::uint8_t expected = kNoListener;
+  if (listen_state_.compare_exchange_strong(expected, kListening, std::memory_order_acq_rel)) {
+    return;  // finish() will call it
+  }
+  const std::unique_ptr<OutcomeListener> now = std::move(listener_);  // callbacks already ran
+  now->on_outcome(outcome());
+}
+
+void DelayedOperation::report(std::exception_ptr error, std::string_view where) noexcept {
+  // After the outcome registry_ is only read by the thread that finishes the operation.
+  if (registry_) {
+    registry_->report_error(*this, error, where);
+    return;
+  }
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "purgatory: DelayedOperation::%.*s threw: %s\n",
+                 static_cast<int>(where.size()), where.data(), e.what());
+  } catch (...) {
+    std::fprintf(stderr, "purgatory: DelayedOperation::%.*s threw a non-std exception\n",
+                 static_cast<int>(where.size()), where.data());
+  }
+}
+
+}  // namespace purgatory

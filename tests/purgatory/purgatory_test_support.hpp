@@ -1,0 +1,91 @@
+// Shared helpers for the purgatory suites: a purgatory on a manual clock, Kafka's mock operation,
+// and waiting on a condition with a generous timeout.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "purgatory/delayed_operation.hpp"
+#include "purgatory/delayed_operation_purgatory.hpp"
+#include "purgatory/timer/system_timer.hpp"
+
+namespace purgatory::test {
+
+using namespace std::chrono_literals;
+
+// A timer driven by hand, tasks run inline on the thread that calls advance().
+struct ManualTimer {
+  ManualTimer() : timer(std::make_shared<SystemTimer>(options(clock))) {}
+
+  static TimerOptions options(const ManualClock& c) {
+    TimerOptions o;
+    o.name = "manual";
+    o.clock = &c;
+    o.executor = std::make_shared<InlineExecutor>();
+    o.driver = TimerOptions::Driver::external;
+    return o;
+  }
+  void advance(Nanos by) {
+    clock.advance(by);
+    timer->advance_clock(Nanos::zero());
+  }
+
+  ManualClock clock;
+  std::shared_ptr<SystemTimer> timer;
+};
+
+template <class Key = std::string>
+struct ManualPurgatory {
+  explicit ManualPurgatory(PurgatoryOptions options = {}) : purgatory(manual.timer, options) {}
+  void advance(Nanos by) { manual.advance(by); }
+
+  ManualTimer manual;
+  DelayedOperationPurgatory<Key> purgatory;
+};
+
+// Kafka's MockDelayedOperation: completes when `completable` is set and a check runs.
+class MockOperation : public DelayedOperation {
+ public:
+  explicit MockOperation(Nanos timeout) : DelayedOperation(timeout) {}
+
+  std::atomic<bool> completable{false};
+  std::atomic<int> tries{0};
+  std::atomic<int> completions{0};
+  std::atomic<int> expirations{0};
+  std::atomic<bool> lock_held_in_try{true};  // stays true only if every try held the lock
+  std::atomic<bool> lock_held_in_complete{false};
+
+ protected:
+  bool try_complete() override {
+    tries.fetch_add(1);
+    if (!lock_held_by_current_thread()) lock_held_in_try = false;
+    return completable.load() && force_complete();
+  }
+  void on_complete() override {
+    if (lock_held_by_current_thread()) lock_held_in_complete = true;
+    completions.fetch_add(1);
+  }
+  void on_expiration() override { expirations.fetch_add(1); }
+};
+
+using MockRef = boost::intrusive_ptr<MockOperation>;
+
+inline MockRef mock(Nanos timeout) {
+  return MockRef(new MockOperation(timeout));
+}
+
+// Polls `cond` until it holds or `timeout` passes; returns whether it held. For real-time tests.
+template <class Cond>
+bool eventually(Cond cond, std::chrono::milliseconds timeout = 20s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(200us);
+  }
+  return true;
+}
+
+}  // namespace purgatory::test
