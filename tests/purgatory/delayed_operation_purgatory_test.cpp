@@ -242,3 +242,14 @@ TEST_CASE("metrics: totals and waiting time per purgatory name") {
 
 }  // namespace
 }  // namespace purgatory::test
+
+TEST_CASE("purgatory: a timeout above the timer's maximum is refused before anything is watched") {
+  purgatory::test::ManualPurgatory<int> p;
+  auto op = purgatory::make_operation(
+      purgatory::SystemTimer::kMaxDelay + std::chrono::hours(1), [] { return false; }, [] {});
+  CHECK_THROWS_WITH_AS(p.purgatory.try_complete_else_watch(op, {1}),
+                       doctest::Contains("exceeds SystemTimer::kMaxDelay"), std::invalid_argument);
+  CHECK(p.purgatory.watched() == 0);
+  CHECK(p.purgatory.num_delayed() == 0);
+  CHECK_FALSE(op->is_completed());
+}

@@ -444,3 +444,21 @@ TEST_CASE("SystemTimer: library memory per pending task is at most 64 bytes") {
     cancelled += t->cancel() ? 1 : 0;
   CHECK(cancelled == kTasks);
 }
+
+TEST_CASE("SystemTimer::add_at: absolute deadlines, past ones at once, never early") {
+  ManualTimer m;
+  m.advance(100ms);
+  auto past = purgatory::make_task<CountingTask>();
+  m.timer.add_at(past, 40ms);  // already passed: runs at once (inline executor)
+  CHECK(past->runs == 1);
+  auto future = purgatory::make_task<CountingTask>();
+  m.timer.add_at(future, 100ms + 2500us);  // rounded up to the 103 ms tick
+  m.advance(2ms);
+  CHECK(future->runs == 0);
+  m.advance(1ms);
+  CHECK(future->runs == 1);
+  auto far = purgatory::make_task<CountingTask>();
+  CHECK_THROWS_WITH_AS(m.timer.add_at(far, SystemTimer::kMaxDelay + 1s),
+                       doctest::Contains("more than the maximum delay"), std::invalid_argument);
+  CHECK_FALSE(far->is_pending());
+}

@@ -15,6 +15,7 @@ namespace {
 
 constexpr std::int64_t kNobodySleeps = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kUnknownNow = std::numeric_limits<std::int64_t>::min();
 
 Nanos checked_tick(Nanos tick) {
   if (tick <= Nanos::zero() || tick > std::chrono::hours(24)) {
@@ -121,9 +122,17 @@ void SystemTimer::add_task(TimerTask& task, Nanos delay) {
 }
 
 void SystemTimer::add_task_at(TimerTask& task, Nanos deadline) {
-  const std::int64_t now = clock_->now().count();
-  const std::int64_t delay = deadline.count() <= now ? 0 : deadline.count() - now;
-  schedule(task, now, expiration_for(now, delay), /*only_if_pending=*/false);
+  // No clock read: the deadline is absolute. One already passed is due at once; one the wheel's
+  // clock has not reached yet goes to its bucket, which the next expiry pass takes (at once when
+  // a driver sleeps: it is earlier than what the driver waits for, so add wakes it).
+  const std::int64_t tick = tick_.count();
+  if (deadline.count() > std::numeric_limits<std::int64_t>::max() - tick) {
+    throw std::invalid_argument(fmt::format("SystemTimer '{}': deadline {} ns overflows the clock",
+                                            name_, deadline.count()));
+  }
+  const std::int64_t expiration =
+      deadline.count() <= 0 ? -1 : (deadline.count() + tick - 1) / tick * tick;
+  schedule(task, kUnknownNow, expiration, /*only_if_pending=*/false);
 }
 
 bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
@@ -141,6 +150,12 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
       throw TimerRejected(closed_ ? TimerRejected::Reason::closed : TimerRejected::Reason::draining,
                           fmt::format("SystemTimer '{}': no new tasks accepted after {}", name_,
                                       closed_ ? "close()" : "drain() started"));
+    }
+    // Checked before any state changes, against the wheel clock (never ahead of the real one).
+    if (now == kUnknownNow && expiration - wheel_.current_time() > kMaxDelay.count()) {
+      throw std::invalid_argument(
+          fmt::format("SystemTimer '{}': deadline {} ns is more than the maximum delay after now",
+                      name_, expiration));
     }
     std::uint32_t s = t.state_.load(std::memory_order_acquire);
     if (TimerTask::phase_of(s) != TimerTask::kIdle &&
@@ -177,7 +192,9 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
       }
     }
     if (!have_ref) intrusive_ptr_add_ref(&t);
-    if (pending_ == 0) wheel_.advance_clock(now);  // empty wheel: catch up with the clock for free
+    if (pending_ == 0) {  // empty wheel: catch up with the clock, for free
+      wheel_.advance_clock(now != kUnknownNow ? now : clock_->now().count());
+    }
     if (expiration >= 0 && wheel_.add(t, expiration)) {
       ++pending_;
       wake = expiration < armed_;

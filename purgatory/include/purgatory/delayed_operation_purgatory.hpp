@@ -17,6 +17,7 @@
 // lock order is operation, then shard. See delayed_operation.hpp for the locks around callbacks.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include <mutex>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -72,6 +74,11 @@ class DelayedOperationPurgatory {
                                   "be watched on at least one key)");
     }
     throw_if_shut_down("try_complete_else_watch");
+    if (op->timeout() > SystemTimer::kMaxDelay) {
+      throw std::invalid_argument("purgatory '" + state_->name() + "': timeout of " +
+                                  std::to_string(op->timeout().count()) +
+                                  " ns exceeds SystemTimer::kMaxDelay");
+    }
     if (!Access::claim(*op)) throw OperationAlreadyWatched(state_->name());
 
     Watch watched = Watch::completed_elsewhere;
@@ -270,10 +277,11 @@ class DelayedOperationPurgatory {
       Access::abort_watch(op);
       throw;
     }
-    Access::commit_watch(op, state_->clock().now());
+    const Nanos watched_at = state_->clock().now();  // one read: waiting-time metric and deadline
+    Access::commit_watch(op, watched_at);
     if (Access::try_complete_locked(op)) return Watch::completed_watched;
     try {
-      timer_->add(OperationRef(&op), op.timeout());
+      timer_->add_at(OperationRef(&op), watched_at + std::max(op.timeout(), Nanos::zero()));
     } catch (const TimerRejected&) {
       // No timeout can be enforced: end it now rather than let it wait forever (its callbacks
       // run when the lock is released).

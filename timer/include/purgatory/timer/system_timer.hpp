@@ -100,7 +100,8 @@ class SystemTimer final : private ClockWaiter {
     add_task(*task, delay);
   }
 
-  // As add(), with an absolute deadline on clock(); a deadline not after now runs at once.
+  // As add(), with an absolute deadline on clock(), and without reading the clock: a deadline
+  // already passed runs at the next expiry pass (at once when a driver is waiting).
   template <class T>
   requires std::is_base_of_v<TimerTask, T>
   void add_at(const boost::intrusive_ptr<T>& task, Nanos deadline) {
