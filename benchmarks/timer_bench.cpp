@@ -21,6 +21,8 @@
 //   Readd       (Wheel only) moves one of `pending` scheduled tasks to a new deadline 0..60 s out
 //               by adding it again: Kafka's "adding again moves it".
 //   Reschedule  (Wheel only) the same move through SystemTimer::reschedule(), in place.
+//   CancelAdd   (Wheel only) the same move done as cancel() then add(): the cost Reschedule
+//               must not exceed.
 //
 // Why it is fair: every implementation reads steady_clock once per add and once per expiry round,
 // runs the same payload (the task counts its runs), and reuses its task objects across iterations,
@@ -368,8 +370,11 @@ void add_expire(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 
-// Moves scheduled tasks, round robin, to new deadlines: by add() again, or by reschedule().
-template <class Impl, bool kInPlace>
+// Moves scheduled tasks, round robin, to new deadlines: by add() again, by reschedule(), or the
+// slow way, cancel() then add() (what reschedule() must not cost more than).
+enum class Move { readd, reschedule, cancel_add };
+
+template <class Impl, Move kHow>
 void move_pending(benchmark::State& state) {
   const auto pending = static_cast<std::size_t>(state.range(0));
   Impl impl(pending);
@@ -380,8 +385,11 @@ void move_pending(benchmark::State& state) {
   std::uint64_t moved = 0;
   auto body = [&] {
     const Nanos delay = delays[next++ & (kTableSize - 1)];
-    if constexpr (kInPlace) {
+    if constexpr (kHow == Move::reschedule) {
       moved += impl.reschedule(task, delay) ? 1 : 0;
+    } else if constexpr (kHow == Move::cancel_add) {
+      moved += impl.cancel(task) ? 1 : 0;
+      impl.add(task, delay);
     } else {
       impl.add(task, delay);
       ++moved;
@@ -420,13 +428,17 @@ PURGATORY_TIMER_BENCH(MultimapImpl, StdMultimap);
 PURGATORY_TIMER_BENCH(HeapImpl, HeapLazyCancel);
 
 void BM_Wheel_Readd(benchmark::State& state) {
-  move_pending<WheelImpl, false>(state);
+  move_pending<WheelImpl, Move::readd>(state);
 }
 BENCHMARK(BM_Wheel_Readd)->Apply(cancel_sizes);
 void BM_Wheel_Reschedule(benchmark::State& state) {
-  move_pending<WheelImpl, true>(state);
+  move_pending<WheelImpl, Move::reschedule>(state);
 }
 BENCHMARK(BM_Wheel_Reschedule)->Apply(cancel_sizes);
+void BM_Wheel_CancelAdd(benchmark::State& state) {
+  move_pending<WheelImpl, Move::cancel_add>(state);
+}
+BENCHMARK(BM_Wheel_CancelAdd)->Apply(cancel_sizes);
 
 }  // namespace
 
