@@ -16,6 +16,8 @@ std::string errc_name(Errc code) {
       return "UNKNOWN_TOPIC_OR_PARTITION";
     case Errc::request_timed_out:
       return "REQUEST_TIMED_OUT";
+    case Errc::invalid_topic_exception:
+      return "INVALID_TOPIC_EXCEPTION";
     case Errc::invalid_required_acks:
       return "INVALID_REQUIRED_ACKS";
     case Errc::unsupported_version:

@@ -83,3 +83,16 @@ TEST_CASE("AsioDriver: refuses a timer on a manual clock") {
       .clock = &clock, .driver = purgatory::TimerOptions::Driver::external});
   CHECK_THROWS_AS(purgatory::AsioDriver(io.get_executor(), timer), std::invalid_argument);
 }
+
+TEST_CASE("AsioDriver: after close() io.run() returns at once, not at the next deadline") {
+  AsioTimer a;
+  a.timer.add(purgatory::make_task([] {}), 60s);
+  std::thread closer([&] {
+    std::this_thread::sleep_for(50ms);
+    a.timer.close();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  a.io.run_for(30s);
+  closer.join();
+  CHECK(std::chrono::steady_clock::now() - start < 20s);
+}

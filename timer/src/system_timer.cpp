@@ -367,6 +367,8 @@ std::vector<TaskRef> SystemTimer::close() {
     pending_ = 0;
   }
   cv_.notify_all();
+  if (wakeup_hook_)
+    wakeup_hook_();  // an external driver re-arms: nothing left, so it stops waiting
   if (reaper_.joinable()) reaper_.join();
   if (owns_executor_) executor_->shutdown();  // runs what already expired, then joins
   return handed_back;

@@ -23,6 +23,7 @@ enum class Errc : std::int16_t {
   corrupt_message = 2,
   unknown_topic_or_partition = 3,
   request_timed_out = 7,
+  invalid_topic_exception = 17,
   invalid_required_acks = 21,
   unsupported_version = 35,
   invalid_request = 42,

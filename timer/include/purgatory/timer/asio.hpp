@@ -64,7 +64,11 @@ class AsioDriver {
     });
     impl_->post_rearm(impl_);
   }
-  ~AsioDriver() { impl_->stopped.store(true, std::memory_order_release); }
+  // Stops driving: the armed wait is cancelled (on the strand), so io.run() is not kept busy.
+  ~AsioDriver() {
+    impl_->stopped.store(true, std::memory_order_release);
+    impl_->post_rearm(impl_);
+  }
   AsioDriver(const AsioDriver&) = delete;
   AsioDriver& operator=(const AsioDriver&) = delete;
 

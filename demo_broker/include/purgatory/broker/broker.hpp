@@ -1,0 +1,125 @@
+// Broker: the demo broker's server. An Asio TCP acceptor, the in-memory LogStore, simulated
+// followers, and two purgatories (Kafka's DelayedFetch and DelayedProduce) sharing one
+// SystemTimer driven by the io_context itself (AsioDriver + AsioExecutor): no timer thread, no
+// lock around broker state, because every handler, completion and expiration runs on the one
+// thread that runs the io_context.
+//
+//   boost::asio::io_context io;
+//   purgatory::broker::Broker broker(io, config);
+//   broker.start();                  // binds; port() tells the port when config.port was 0
+//   io.run();                        // until something calls broker.stop() and io.stop()
+//
+// A request flows: Connection reads a frame -> handle_request() decodes it -> a handler answers
+// at once or parks a delayed operation in a purgatory -> the answer fills the connection's
+// response slot, and the connection writes responses strictly in request order.
+#pragma once
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
+#include <utility>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "purgatory/broker/broker_config.hpp"
+#include "purgatory/broker/codec.hpp"
+#include "purgatory/broker/log_store.hpp"
+#include "purgatory/broker/topic_partition.hpp"
+#include "purgatory/delayed_operation_purgatory.hpp"
+#include "purgatory/purgatory_metrics.hpp"
+#include "purgatory/timer/asio.hpp"
+
+namespace purgatory::broker {
+
+class Connection;
+struct ResponseSlot;
+
+// What the broker reports about itself: a snapshot, each field read atomically. A plain value,
+// thread-compatible.
+struct BrokerMetrics {
+  PurgatoryMetrics fetch;
+  PurgatoryMetrics produce;
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t connections_open = 0;
+  std::uint64_t requests = 0;
+  std::uint64_t malformed_requests = 0;    // connections closed for a bad frame
+  std::uint64_t abandoned_operations = 0;  // parked when their client disconnected
+};
+
+using Purgatory = DelayedOperationPurgatory<TopicPartition, TopicPartitionHash>;
+
+// Call only from the io thread, except: the constructor and start() (before the io_context runs
+// or on its thread), and port() and metrics(), which are thread-safe. Errors: start() throws
+// boost::system::system_error when it cannot bind; bad requests never throw out of the broker
+// (they get a Kafka error code, or their connection closed with a log line).
+class Broker {
+ public:
+  // Throws std::invalid_argument for a config it cannot run (partitions < 1, a negative or
+  // too-small max_request_bytes).
+  Broker(boost::asio::io_context& io, BrokerConfig config);
+  // stop(). Call on the io thread, or after the io_context stopped running.
+  ~Broker();
+  Broker(const Broker&) = delete;
+  Broker& operator=(const Broker&) = delete;
+
+  // Binds the listening socket and starts accepting connections.
+  void start();
+  // Closes the listener and every connection (their parked operations complete without writing
+  // anything), shuts the purgatories down and closes the timer. Idempotent. The io_context may
+  // still hold the timer driver's last wait afterwards: stop it to return from run() at once.
+  void stop();
+
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_.load(); }
+  [[nodiscard]] BrokerMetrics metrics() const;
+  [[nodiscard]] const BrokerConfig& config() const noexcept { return config_; }
+
+  // ---- for Connection ---------------------------------------------------------------------
+  // One complete request frame payload (after the size prefix).
+  void handle_request(const std::shared_ptr<Connection>& conn, ByteView payload);
+  void on_connection_closed(std::uint64_t id, std::size_t abandoned_operations);
+  void note_malformed() noexcept { malformed_.fetch_add(1, std::memory_order_relaxed); }
+  void log(std::string_view line) const;
+  [[nodiscard]] bool verbose() const noexcept { return config_.verbose; }
+
+ private:
+  void accept();
+  void handle_api_versions(const ResponseSlot& slot, const ApiVersionsRequest& req);
+  void handle_metadata(const ResponseSlot& slot, const MetadataRequest& req);
+  void handle_list_offsets(const ResponseSlot& slot, const ListOffsetsRequest& req);
+  void handle_produce(const ResponseSlot& slot, ProduceRequest req);
+  void handle_fetch(const ResponseSlot& slot, FetchRequest req);
+  // Schedules each follower's catch-up to `log_end` of `tp`.
+  void replicate(const TopicPartition& tp, std::int64_t log_end);
+  void on_follower_caught_up(const TopicPartition& tp, std::size_t follower, std::int64_t offset);
+  // Wakes the fetches and produces waiting on `tp`.
+  void on_high_watermark_advanced(const TopicPartition& tp, std::int64_t from, std::int64_t to);
+  void event(std::string_view text) const;
+
+  boost::asio::io_context& io_;
+  BrokerConfig config_;
+  std::string advertised_host_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::atomic<std::uint16_t> port_{0};
+  LogStore log_;
+  std::shared_ptr<SystemTimer> timer_;
+  std::unique_ptr<AsioDriver> driver_;
+  std::unique_ptr<Purgatory> fetch_purgatory_;
+  std::unique_ptr<Purgatory> produce_purgatory_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<Connection>> connections_;
+  std::uint64_t next_connection_id_ = 0;
+  bool stopped_ = false;
+
+  std::atomic<std::uint64_t> accepted_{0};
+  std::atomic<std::uint64_t> open_{0};
+  std::atomic<std::uint64_t> requests_{0};
+  std::atomic<std::uint64_t> malformed_{0};
+  std::atomic<std::uint64_t> abandoned_{0};
+};
+
+}  // namespace purgatory::broker

@@ -1,0 +1,42 @@
+// BrokerConfig: everything the demo broker can be told on its command line, as one value.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "purgatory/broker/framing.hpp"
+
+namespace purgatory::broker {
+
+// A plain value type, thread-compatible. The callbacks are called on the broker's io thread.
+struct BrokerConfig {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 9092;  // 0: any free port (Broker::port() tells which)
+  // The host clients are told to connect to (Metadata); empty: `host`, or 127.0.0.1 when `host`
+  // is a wildcard address.
+  std::string advertised_host;
+  std::int32_t node_id = 1;
+  std::string cluster_id = "purgatory-demo";
+  std::int32_t partitions = 1;  // per topic, created on first use
+  // One entry per simulated follower: how long after an append it has replicated it. Empty: no
+  // followers, the high watermark follows the log end at once.
+  std::vector<std::chrono::milliseconds> replication_delays{std::chrono::milliseconds(100),
+                                                            std::chrono::milliseconds(100)};
+  std::int32_t max_request_bytes = kDefaultMaxFrameBytes;  // Kafka's socket.request.max.bytes
+  std::size_t retention_bytes = 64 * 1024 * 1024;          // per partition; 0: keep everything
+  // Requests read from one connection but not yet answered; reading pauses beyond this (TCP
+  // pushes back on the client) so a pipelining client cannot grow the broker's memory unbounded.
+  std::size_t max_in_flight_per_connection = 64;
+  bool verbose = false;  // one log line per request
+  // Where log lines go (without a trailing newline); null: stderr.
+  std::function<void(std::string_view line)> log_sink;
+  // Told of log events worth a timeline (appends, follower catch-up, high watermark moves).
+  std::function<void(std::string_view event)> on_event;
+};
+
+}  // namespace purgatory::broker

@@ -1,0 +1,41 @@
+// BrokerRunner: a Broker on its own io thread, for the in-process demo and the tests. The broker
+// is bound (so port() is known) before the constructor returns.
+#pragma once
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
+#include <utility>
+
+#include <cstdint>
+#include <memory>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+
+#include "purgatory/broker/broker.hpp"
+#include "purgatory/broker/broker_config.hpp"
+
+namespace purgatory::broker {
+
+// Construct, stop() and destroy from one thread; port() and metrics() are thread-safe.
+class BrokerRunner {
+ public:
+  // Throws what Broker's constructor and start() throw (a bad config, a port in use).
+  explicit BrokerRunner(BrokerConfig config);
+  // stop().
+  ~BrokerRunner();
+  BrokerRunner(const BrokerRunner&) = delete;
+  BrokerRunner& operator=(const BrokerRunner&) = delete;
+
+  [[nodiscard]] std::uint16_t port() const noexcept { return broker_->port(); }
+  [[nodiscard]] BrokerMetrics metrics() const { return broker_->metrics(); }
+
+  // Stops the broker on its thread and joins it. Idempotent.
+  void stop();
+
+ private:
+  boost::asio::io_context io_;  // declared first: outlives the broker's sockets and timers
+  std::unique_ptr<Broker> broker_;
+  std::thread thread_;
+};
+
+}  // namespace purgatory::broker

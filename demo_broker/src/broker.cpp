@@ -1,0 +1,250 @@
+#include "purgatory/broker/broker.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <type_traits>
+#include <variant>
+
+#include <fmt/format.h>
+#include <boost/asio/ip/address.hpp>
+
+#include "connection.hpp"
+#include "purgatory/timer/timer_task.hpp"
+
+namespace purgatory::broker {
+
+namespace {
+
+std::string advertised_host_for(const BrokerConfig& config) {
+  if (!config.advertised_host.empty()) return config.advertised_host;
+  if (config.host == "0.0.0.0" || config.host == "::" || config.host.empty()) return "127.0.0.1";
+  return config.host;
+}
+
+BrokerConfig checked(BrokerConfig config) {
+  if (config.partitions < 1) {
+    throw std::invalid_argument(
+        fmt::format("partitions = {}: a topic needs at least one partition", config.partitions));
+  }
+  if (config.max_request_bytes < kMinRequestFrameBytes) {
+    throw std::invalid_argument(
+        fmt::format("max_request_bytes = {} is below the smallest request ({} bytes)",
+                    config.max_request_bytes, kMinRequestFrameBytes));
+  }
+  if (config.max_in_flight_per_connection == 0) {
+    throw std::invalid_argument("max_in_flight_per_connection = 0: no request could be read");
+  }
+  return config;
+}
+
+}  // namespace
+
+Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
+    : io_(io),
+      config_(checked(std::move(config))),
+      advertised_host_(advertised_host_for(config_)),
+      acceptor_(io),
+      log_(config_.partitions, config_.replication_delays.size(), config_.retention_bytes) {
+  TimerOptions timer_options;
+  timer_options.name = "broker";
+  timer_options.executor = std::make_shared<AsioExecutor>(io_.get_executor());
+  timer_options.driver = TimerOptions::Driver::external;
+  timer_ = std::make_shared<SystemTimer>(std::move(timer_options));
+  driver_ = std::make_unique<AsioDriver>(io_.get_executor(), *timer_);
+  const auto make_purgatory = [this](const char* name) {
+    PurgatoryOptions options;
+    options.name = name;
+    options.shards = 1;  // one thread touches it: more shards would only cost memory
+    options.on_callback_error = [this](const DelayedOperation&, std::exception_ptr error,
+                                       std::string_view where) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        log(fmt::format("error: a delayed operation's {} threw: {}", where, e.what()));
+      } catch (...) {
+        log(fmt::format("error: a delayed operation's {} threw a non-std exception", where));
+      }
+    };
+    return std::make_unique<Purgatory>(timer_, std::move(options));
+  };
+  fetch_purgatory_ = make_purgatory("fetch");
+  produce_purgatory_ = make_purgatory("produce");
+}
+
+Broker::~Broker() {
+  stop();
+}
+
+void Broker::start() {
+  namespace ip = boost::asio::ip;
+  const ip::tcp::endpoint endpoint(ip::make_address(config_.host), config_.port);
+  acceptor_.open(endpoint.protocol());
+  acceptor_.set_option(ip::tcp::acceptor::reuse_address(true));
+  acceptor_.bind(endpoint);
+  acceptor_.listen();
+  port_.store(acceptor_.local_endpoint().port());
+  accept();
+}
+
+void Broker::accept() {
+  acceptor_.async_accept(
+      [this](const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket) {
+        if (stopped_ || ec == boost::asio::error::operation_aborted) return;
+        if (!ec) {
+          const std::uint64_t id = ++next_connection_id_;
+          auto conn = std::make_shared<Connection>(*this, std::move(socket), id);
+          connections_.emplace(id, conn);
+          accepted_.fetch_add(1, std::memory_order_relaxed);
+          open_.fetch_add(1, std::memory_order_relaxed);
+          if (config_.verbose) log(fmt::format("conn {} {}: accepted", id, conn->peer()));
+          conn->start();
+        } else {
+          // EMFILE and the like: keep serving the connections we have, try again.
+          log(fmt::format("accept failed: {}", ec.message()));
+        }
+        accept();
+      });
+}
+
+void Broker::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  auto connections = std::move(connections_);
+  connections_.clear();
+  for (auto& [id, conn] : connections)
+    conn->close("broker shutting down");
+  fetch_purgatory_->shutdown();
+  produce_purgatory_->shutdown();
+  driver_.reset();
+  (void)timer_->close();  // drops pending follower catch-ups
+}
+
+void Broker::on_connection_closed(std::uint64_t id, std::size_t abandoned_operations) {
+  if (connections_.erase(id) > 0 || stopped_) open_.fetch_sub(1, std::memory_order_relaxed);
+  abandoned_.fetch_add(abandoned_operations, std::memory_order_relaxed);
+}
+
+BrokerMetrics Broker::metrics() const {
+  BrokerMetrics m;
+  m.fetch = fetch_purgatory_->metrics();
+  m.produce = produce_purgatory_->metrics();
+  m.connections_accepted = accepted_.load(std::memory_order_relaxed);
+  m.connections_open = open_.load(std::memory_order_relaxed);
+  m.requests = requests_.load(std::memory_order_relaxed);
+  m.malformed_requests = malformed_.load(std::memory_order_relaxed);
+  m.abandoned_operations = abandoned_.load(std::memory_order_relaxed);
+  return m;
+}
+
+void Broker::log(std::string_view line) const {
+  if (config_.log_sink) {
+    config_.log_sink(line);
+  } else {
+    std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+  }
+}
+
+void Broker::event(std::string_view text) const {
+  if (config_.on_event) config_.on_event(text);
+  if (config_.verbose) log(text);
+}
+
+void Broker::handle_request(const std::shared_ptr<Connection>& conn, ByteView payload) {
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  Reader reader(payload);
+  RequestHeader header;
+  try {
+    header = read_request_header(reader);
+  } catch (const DecodeError& e) {
+    note_malformed();
+    log(fmt::format("conn {} {}: malformed request header, closing: {}", conn->id(), conn->peer(),
+                    e.what()));
+    conn->close("malformed request header");
+    return;
+  }
+  const std::optional<VersionRange> api_range = codec_versions(ApiKey::api_versions);
+  if (header.api_key == ApiKey::api_versions && !api_range->contains(header.api_version)) {
+    // KIP-511: a client newer than us asks with a version we do not know. Answer in v0 with
+    // UNSUPPORTED_VERSION and our table, so it retries with a version we speak.
+    ApiVersionsResponse resp;
+    resp.error_code = Errc::unsupported_version;
+    resp.api_keys = broker_api_versions();
+    const ResponseSlot slot = conn->open_slot(header);
+    conn->respond(slot, encode_response(resp, 0, header.correlation_id),
+                  "UNSUPPORTED_VERSION, answered in v0 so the client retries lower");
+    return;
+  }
+  RequestBody body;
+  try {
+    body = decode_request_body(header, reader);
+  } catch (const DecodeError& e) {
+    // As Kafka: a request that cannot be parsed closes its connection; others are untouched.
+    note_malformed();
+    log(fmt::format("conn {} {}: malformed {} v{} request (corr={}), closing: {}", conn->id(),
+                    conn->peer(), api_key_name(header.api_key), header.api_version,
+                    header.correlation_id, e.what()));
+    conn->close("malformed request");
+    return;
+  }
+  const ResponseSlot slot = conn->open_slot(header);
+  try {
+    std::visit(
+        [&](auto& req) {
+          using T = std::decay_t<decltype(req)>;
+          if constexpr (std::is_same_v<T, ApiVersionsRequest>) {
+            handle_api_versions(slot, req);
+          } else if constexpr (std::is_same_v<T, MetadataRequest>) {
+            handle_metadata(slot, req);
+          } else if constexpr (std::is_same_v<T, ListOffsetsRequest>) {
+            handle_list_offsets(slot, req);
+          } else if constexpr (std::is_same_v<T, ProduceRequest>) {
+            handle_produce(slot, std::move(req));
+          } else {
+            static_assert(std::is_same_v<T, FetchRequest>);
+            handle_fetch(slot, std::move(req));
+          }
+        },
+        body);
+  } catch (const std::exception& e) {
+    // A bug or an exhausted resource while serving one request: that connection pays, the broker
+    // goes on.
+    log(fmt::format("conn {} {}: error serving {} v{} (corr={}), closing: {}", conn->id(),
+                    conn->peer(), api_key_name(header.api_key), header.api_version,
+                    header.correlation_id, e.what()));
+    conn->close("internal error");
+  }
+}
+
+void Broker::replicate(const TopicPartition& tp, std::int64_t log_end) {
+  const auto& delays = config_.replication_delays;
+  if (delays.empty()) return;  // no followers: append() already moved the HW
+  for (std::size_t i = 0; i < delays.size(); ++i) {
+    timer_->add(make_task([this, tp, i, log_end] { on_follower_caught_up(tp, i, log_end); }),
+                delays[i]);
+  }
+}
+
+void Broker::on_follower_caught_up(const TopicPartition& tp, std::size_t follower,
+                                   std::int64_t offset) {
+  if (stopped_) return;
+  PartitionLog* pl = log_.find(tp.topic, tp.partition);
+  if (pl == nullptr) return;
+  const std::int64_t before = pl->high_watermark();
+  const bool moved = pl->update_follower(follower, offset);
+  event(fmt::format("follower {} replicated {}-{} up to offset {}", follower + 1, tp.topic,
+                    tp.partition, offset));
+  if (moved) on_high_watermark_advanced(tp, before, pl->high_watermark());
+}
+
+void Broker::on_high_watermark_advanced(const TopicPartition& tp, std::int64_t from,
+                                        std::int64_t to) {
+  event(fmt::format("high watermark of {}-{}: {} -> {}", tp.topic, tp.partition, from, to));
+  // Kafka's checkAndComplete: only the operations watching this partition are looked at.
+  fetch_purgatory_->check_and_complete(tp);
+  produce_purgatory_->check_and_complete(tp);
+}
+
+}  // namespace purgatory::broker

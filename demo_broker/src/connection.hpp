@@ -1,0 +1,105 @@
+// Connection: one client socket of the demo broker. Reads request frames and hands them to the
+// Broker; writes the responses strictly in request order, as Kafka does, however they complete.
+//
+// Ordering: each request takes a response slot at the back of a queue when it is read. A handler
+// fills its slot at once, or a delayed operation fills it later from a purgatory callback; the
+// connection writes the filled slots at the head of the queue, one async_write at a time. So a
+// Fetch parked for 5 s holds back the responses of the requests read after it on the same
+// connection, exactly like a Kafka broker (which reads one request per connection at a time).
+//
+// Disconnects: on EOF or any socket error the connection closes once: it force-completes the
+// operations still parked for it (they see is_open() == false and write nothing), drops its
+// queue, and the Broker forgets it. A frame that cannot be decoded closes it too, with a log line.
+#pragma once
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
+#include <utility>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "purgatory/broker/codec.hpp"
+#include "purgatory/delayed_operation.hpp"
+
+namespace purgatory::broker {
+
+class Broker;
+class Connection;
+
+// Where one request's answer goes: a connection and the slot its request took there. Holding it
+// keeps the connection object (not the socket) alive. A plain value, thread-compatible.
+struct ResponseSlot {
+  std::shared_ptr<Connection> conn;
+  std::uint64_t seq = 0;
+  std::int16_t version = 0;
+  std::int32_t correlation_id = 0;
+};
+
+// Call only from the broker's io thread.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  using Socket = boost::asio::ip::tcp::socket;
+
+  Connection(Broker& broker, Socket socket, std::uint64_t id);
+
+  // Starts reading requests.
+  void start();
+  // Closes the socket and completes every parked operation (they write nothing). Idempotent.
+  void close(std::string_view reason);
+  [[nodiscard]] bool is_open() const noexcept { return open_; }
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  [[nodiscard]] const std::string& peer() const noexcept { return peer_; }
+
+  // Takes the next response slot, for a request with `header`.
+  ResponseSlot open_slot(const RequestHeader& header);
+  // `op` answers `slot` later; if the client leaves first, close() force-completes it.
+  void park(const ResponseSlot& slot, OperationRef op);
+  // Fills the slot with a complete response frame; `outcome` is for the request log line. A
+  // closed connection drops it.
+  void respond(const ResponseSlot& slot, Bytes frame, std::string_view outcome);
+  // Fills the slot with no response at all (a Produce with acks=0).
+  void respond_nothing(const ResponseSlot& slot, std::string_view outcome);
+
+ private:
+  struct Slot {
+    std::uint64_t seq = 0;
+    RequestHeader header;
+    std::chrono::steady_clock::time_point received;
+    bool ready = false;
+    std::optional<Bytes> frame;
+    OperationRef parked;
+  };
+
+  void read_size();
+  void on_size(const boost::system::error_code& ec);
+  void on_payload(const boost::system::error_code& ec);
+  void fill(const ResponseSlot& slot, std::optional<Bytes> frame, std::string_view outcome);
+  // Writes the filled slots at the head of the queue, unless a write is in flight.
+  void flush();
+  void resume_reading_if_paused();
+  [[nodiscard]] Slot* find(std::uint64_t seq);
+
+  Broker& broker_;
+  Socket socket_;
+  const std::uint64_t id_;
+  std::string peer_;
+  bool open_ = true;
+  bool writing_ = false;
+  bool read_paused_ = false;
+  std::array<std::uint8_t, 4> size_prefix_{};
+  Bytes payload_;
+  std::deque<Slot> slots_;
+  std::uint64_t next_seq_ = 0;
+  std::vector<Bytes> writing_frames_;  // owned by the async_write in flight
+};
+
+}  // namespace purgatory::broker

@@ -1,0 +1,32 @@
+// Fetch: answered at once when min_bytes are readable (or there is an error), else parked in the
+// fetch purgatory on its partitions.
+#include <algorithm>
+#include <vector>
+
+#include "connection.hpp"
+#include "fetch_operation.hpp"
+#include "purgatory/broker/broker.hpp"
+
+namespace purgatory::broker {
+
+void Broker::handle_fetch(const ResponseSlot& slot, FetchRequest req) {
+  std::vector<TopicPartition> keys;
+  for (const FetchTopic& t : req.topics) {
+    for (const FetchPartition& p : t.partitions) {
+      TopicPartition tp{t.topic, p.partition};
+      if (log_.find(tp) != nullptr && std::find(keys.begin(), keys.end(), tp) == keys.end()) {
+        keys.push_back(std::move(tp));
+      }
+    }
+  }
+  const boost::intrusive_ptr<DelayedFetch> op(new DelayedFetch(log_, std::move(req), slot));
+  if (keys.empty()) {
+    // Nothing to watch (no partition exists): answer now with the errors.
+    op->force_complete();
+    return;
+  }
+  slot.conn->park(slot, op);
+  if (!fetch_purgatory_->try_complete_else_watch(op, keys)) op->mark_parked();
+}
+
+}  // namespace purgatory::broker

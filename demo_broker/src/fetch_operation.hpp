@@ -1,0 +1,53 @@
+// DelayedFetch: Kafka's DelayedFetch for the demo broker. A Fetch that cannot be answered with
+// min_bytes waits in the fetch purgatory, watched on each of its topic-partitions, and completes
+// when a high-watermark move makes enough bytes readable (try_complete), or when max_wait_ms
+// passes (then it answers with whatever there is, possibly nothing).
+//
+// The answer is built when the operation completes, from the log as it is then, so an early
+// completion serves exactly the data that woke it.
+#pragma once
+
+#include <cstddef>
+
+#include "connection.hpp"
+#include "purgatory/broker/fetch.hpp"
+#include "purgatory/broker/log_store.hpp"
+#include "purgatory/delayed_operation.hpp"
+
+namespace purgatory::broker {
+
+// Bytes readable now below the HW, per partition capped at its partition_max_bytes (Kafka's
+// DelayedFetch accounting). Unknown partitions and out-of-range offsets count 0.
+[[nodiscard]] std::size_t fetchable_bytes(const LogStore& log, const FetchRequest& req);
+// True when some partition would be answered with an error (Kafka answers such fetches at once).
+[[nodiscard]] bool fetch_has_error(const LogStore& log, const FetchRequest& req);
+// True when the fetch needs no waiting: max_wait_ms <= 0, min_bytes <= 0, an error, or enough
+// bytes.
+[[nodiscard]] bool fetch_satisfied(const LogStore& log, const FetchRequest& req);
+
+// The response from the log as it is now: whole batches below the HW, within partition_max_bytes
+// and the request's max_bytes, except that the first batch of the first partition with data is
+// always returned whole (KIP-74). Adds the record bytes to `total_bytes`.
+[[nodiscard]] FetchResponse build_fetch_response(const LogStore& log, const FetchRequest& req,
+                                                 std::size_t& total_bytes);
+
+// Call only from the broker's io thread (the purgatory's timer expires it there too).
+class DelayedFetch final : public DelayedOperation {
+ public:
+  DelayedFetch(const LogStore& log, FetchRequest request, ResponseSlot slot);
+
+  // The first try failed: the operation now waits in the purgatory (for the log line).
+  void mark_parked() noexcept { parked_ = true; }
+
+ protected:
+  bool try_complete() override;
+  void on_complete() override;
+
+ private:
+  const LogStore& log_;
+  const FetchRequest request_;
+  const ResponseSlot slot_;
+  bool parked_ = false;
+};
+
+}  // namespace purgatory::broker

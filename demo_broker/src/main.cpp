@@ -1,0 +1,174 @@
+// demo_broker: a single-node, in-memory Kafka broker whose waiting requests live in purgatories.
+//   demo_broker                         serve on 127.0.0.1:9092 (Ctrl-C stops it)
+//   demo_broker --listen 127.0.0.1:0    any free port, printed as "listening on 127.0.0.1:PORT"
+//   demo_broker --demo                  the scripted demo, in-process; exits 0 when all went well
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
+#include <utility>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include "purgatory/broker/broker.hpp"
+#include "purgatory/broker/demo.hpp"
+
+namespace pb = purgatory::broker;
+
+namespace {
+
+// "HOST:PORT" (IPv6 as "[::1]:9092"). Throws CLI::ValidationError.
+void parse_listen(const std::string& text, pb::BrokerConfig& config) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon + 1 == text.size()) {
+    throw CLI::ValidationError("--listen", "expected HOST:PORT, got '" + text + "'");
+  }
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string port = text.substr(colon + 1);
+  std::size_t used = 0;
+  int value = -1;
+  try {
+    value = std::stoi(port, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != port.size() || value < 0 || value > 65535) {
+    throw CLI::ValidationError("--listen", "port '" + port + "' is not in 0..65535");
+  }
+  config.host = host.empty() ? "127.0.0.1" : host;
+  config.port = static_cast<std::uint16_t>(value);
+}
+
+// --followers N with --replication-delay-ms D or D1,D2,...,DN.
+void set_followers(int followers, const std::vector<int>& delays, pb::BrokerConfig& config) {
+  if (followers < 0) throw CLI::ValidationError("--followers", "must be >= 0");
+  for (const int d : delays) {
+    if (d < 0) throw CLI::ValidationError("--replication-delay-ms", "delays must be >= 0");
+  }
+  if (delays.size() != 1 && delays.size() != static_cast<std::size_t>(followers)) {
+    throw CLI::ValidationError(
+        "--replication-delay-ms",
+        fmt::format("give one delay for every follower, or one per follower ({} values), not {}",
+                    followers, delays.size()));
+  }
+  config.replication_delays.clear();
+  for (int i = 0; i < followers; ++i) {
+    const int d = delays.size() == 1 ? delays[0] : delays[static_cast<std::size_t>(i)];
+    config.replication_delays.emplace_back(d);
+  }
+}
+
+int serve(pb::BrokerConfig config, const std::string& port_file) {
+  boost::asio::io_context io;
+  pb::Broker broker(io, std::move(config));
+  try {
+    broker.start();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "demo_broker: cannot listen on {}:{}: {}\n", broker.config().host,
+               broker.config().port, e.what());
+    return 1;
+  }
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    fmt::print(stderr, "demo_broker: signal {}, shutting down\n", signal);
+    broker.stop();
+    io.stop();
+  });
+  const auto& c = broker.config();
+  fmt::print("listening on {}:{}\n", c.host, broker.port());
+  std::fflush(stdout);
+  if (!port_file.empty()) {
+    // Written whole to a temporary name and renamed, so a reader never sees half a number.
+    const std::string tmp = port_file + ".tmp";
+    std::ofstream(tmp) << broker.port() << '\n';
+    std::rename(tmp.c_str(), port_file.c_str());
+  }
+  fmt::print(stderr,
+             "demo_broker: node {}, {} partition(s) per topic, {} simulated follower(s), "
+             "max request {} bytes{}\n",
+             c.node_id, c.partitions, c.replication_delays.size(), c.max_request_bytes,
+             c.verbose ? ", verbose" : "");
+  io.run();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "demo_broker: a single-node, in-memory Kafka broker (a subset of the wire protocol) whose "
+      "waiting Fetch and acks=-1 Produce requests live in purgatories, so you can watch them "
+      "complete early or time out with kcat, kafka-python or confluent-kafka."};
+  pb::BrokerConfig config;
+  std::string listen = "127.0.0.1:9092";
+  int followers = 2;
+  std::vector<int> delays{100};
+  std::string port_file;
+  bool demo = false;
+  app.add_option("--listen", listen,
+                 "HOST:PORT to listen on; port 0 picks a free port (printed on stdout as "
+                 "\"listening on HOST:PORT\")")
+      ->capture_default_str();
+  app.add_option("--partitions", config.partitions,
+                 "partitions of each topic, created on first use (Produce or Metadata)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  app.add_option("--followers", followers,
+                 "simulated followers; the high watermark is the smallest offset all of them "
+                 "replicated, and acks=-1 produces wait for it")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
+  app.add_option("--replication-delay-ms", delays,
+                 "how long after an append each follower has replicated it: one value for all, "
+                 "or a comma list with one per follower (e.g. 50,2000)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--max-request-bytes", config.max_request_bytes,
+                 "largest request frame accepted; bigger ones close the connection before any "
+                 "memory is allocated for them (Kafka's socket.request.max.bytes)")
+      ->capture_default_str()
+      ->check(CLI::Range(pb::kMinRequestFrameBytes, std::numeric_limits<std::int32_t>::max()));
+  app.add_option("--retention-bytes", config.retention_bytes,
+                 "per partition: beyond this the oldest replicated batches are dropped (0 keeps "
+                 "everything)")
+      ->capture_default_str();
+  app.add_option("--node-id", config.node_id, "this broker's node id in Metadata")
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<std::int32_t>::max()));
+  app.add_option("--advertised-host", config.advertised_host,
+                 "host given to clients in Metadata (default: the listen host, or 127.0.0.1 for "
+                 "a wildcard address)");
+  app.add_option("--port-file", port_file,
+                 "also write the bound port to this file once listening (for scripts)");
+  app.add_flag("-v,--verbose", config.verbose,
+               "log one line per request (api, version, correlation id, client, outcome, time "
+               "waited) and every follower/high-watermark move");
+  app.add_flag("--demo", demo,
+               "run the scripted demo against an in-process broker on a free port, then exit (0 "
+               "when every scenario behaved as expected)");
+  try {
+    app.parse(argc, argv);
+    parse_listen(listen, config);
+    set_followers(followers, delays, config);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (demo) return pb::run_demo(pb::DemoOptions{config.verbose, argv[0]}, stdout);
+  try {
+    return serve(std::move(config), port_file);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "demo_broker: {}\n", e.what());
+    return 1;
+  }
+}
