@@ -25,7 +25,9 @@ TEST_CASE("async_wait_outcome: the handler is posted to its executor after the c
   p.purgatory.try_complete_else_watch(op, {1});
   Outcome seen = Outcome::pending;
   int completions_when_called = -1;
-  async_wait_outcome(op, boost::asio::bind_executor(io, [&](Outcome o) {
+  async_wait_outcome(op,
+                     boost::asio::bind_executor(io, [&](boost::system::error_code ec, Outcome o) {
+                       CHECK(!ec);
                        seen = o;
                        completions_when_called = op->completions;
                      }));
@@ -42,7 +44,9 @@ TEST_CASE("async_wait_outcome keeps io_context::run() busy until the outcome arr
   auto op = mock(1s);
   p.purgatory.try_complete_else_watch(op, {1});
   std::atomic<bool> called{false};
-  async_wait_outcome(op, boost::asio::bind_executor(io, [&](Outcome o) {
+  async_wait_outcome(op,
+                     boost::asio::bind_executor(io, [&](boost::system::error_code ec, Outcome o) {
+                       CHECK(!ec);
                        CHECK(o == Outcome::completed);
                        called = true;
                      }));

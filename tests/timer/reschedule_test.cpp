@@ -13,7 +13,7 @@ using purgatory::Nanos;
 using purgatory::test::CountingTask;
 using purgatory::test::ManualTimer;
 
-TEST_CASE("SystemTimer::reschedule moves a pending task; an idle one is left alone") {
+TEST_CASE("SystemTimer::reschedule moves a pending task, an idle one is left alone") {
   ManualTimer m;
   auto task = purgatory::make_task<CountingTask>();
   CHECK_FALSE(m.timer.reschedule(*task, 5ms));  // never added

@@ -1,62 +1,172 @@
-// Asio integration: wait for an operation's outcome with a completion token.
+// Asio integration: wait for a DelayedOperation's outcome with any Asio completion token.
 //
-//   auto outcome = co_await purgatory::async_wait_outcome(op, boost::asio::use_awaitable);
-//   purgatory::async_wait_outcome(op, [](purgatory::Outcome o) { ... });  // or any token
+//   purgatory.try_complete_else_watch(op, {key});
+//   Outcome o = co_await purgatory::async_wait_outcome(op, boost::asio::use_awaitable);
+//   purgatory::async_wait_outcome(op, [](boost::system::error_code ec, purgatory::Outcome o) {});
+//   std::future<Outcome> f = purgatory::async_wait_outcome(op, boost::asio::use_future);
 //
-// The handler runs once, after on_complete()/on_expiration(), on its associated executor (posted,
-// never inline in the thread that completed the operation), and the wait counts as outstanding
-// work of that executor, so io_context::run() does not return while an operation is awaited.
-// Not cancellable: the operation always ends (completed, expired or shut down), so the wait does.
+// Completion signature void(boost::system::error_code, Outcome): no error and the outcome
+// (completed, expired or shut_down) once the operation ended and its callbacks ran; or
+// boost::asio::error::operation_aborted and Outcome::pending when the wait was cancelled first.
+// The handler runs once, posted to its associated executor (never inline in the thread that
+// completed the operation), and a pending wait counts as outstanding work of that executor, so
+// io_context::run() does not return while an operation is awaited.
+//
+// Cancelling the wait cancels the operation. Boost 1.74's Asio has no cancellation slots (they
+// came in 1.77), so the cancellable form takes a C++20 std::stop_token before the token; with
+// Boost >= 1.77 a cancellation slot associated with the handler works the same way. A request
+// withdraws the operation from its purgatory exactly as DelayedOperationPurgatory::cancel_for_key()
+// does: its timeout is cancelled, it leaves every key (watched() drops), it counts in
+// metrics().cancelled_total, and no outcome is decided: on_complete() does not run, and the
+// operation stays pending for its owner to drop (or force_complete()). A request that finds the
+// outcome already decided (completed, or the timeout firing) changes nothing: the wait then
+// completes with that outcome; so does a check of its key already under way on another thread,
+// which may still complete it as the withdrawal releases its lock. A request for an operation
+// that no purgatory watches (not yet, or not any more) only ends the wait. Do not request the
+// stop from inside the operation's own try_complete() (as for cancel_for_key()).
+//
+// While a cancellable wait is pending it holds a reference to the operation (so a request can
+// reach it); the reference goes when the wait completes.
 #pragma once
 
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
 #include <utility>
 
 #include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <stop_token>
 #include <type_traits>
 
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/system/error_code.hpp>
 
 #include "purgatory/delayed_operation.hpp"
+#include "purgatory/detail/operation_access.hpp"
+#include "purgatory/outcome.hpp"
+#include "purgatory/timer/async.hpp"
 
 namespace purgatory {
 
 namespace detail {
 
-template <class Handler>
-class AsioOutcomeListener final : public OutcomeListener {
- public:
-  explicit AsioOutcomeListener(Handler handler)
-      : handler_(std::move(handler)),
-        work_(boost::asio::make_work_guard(boost::asio::get_associated_executor(handler_))) {}
+enum class Withdrawal {
+  withdrawn,    // unwatched, timeout cancelled, no outcome
+  not_watched,  // pending, but no purgatory watches it
+  deciding,     // its outcome is decided or being decided (the timeout fired): it will arrive
+};
 
-  void on_outcome(Outcome outcome) noexcept override {
-    auto executor = work_.get_executor();
-    boost::asio::post(executor, [handler = std::move(handler_), work = std::move(work_),
-                                 outcome]() mutable { std::move(handler)(outcome); });
+// cancel_for_key() for one operation. The caller holds a reference to `op`.
+inline Withdrawal withdraw(DelayedOperation& op) {
+  const std::lock_guard<DelayedOperation> lock(op);
+  if (op.is_completed()) return Withdrawal::deciding;
+  if (OperationAccess::registry(op) == nullptr || OperationAccess::nodes(op).empty()) {
+    return Withdrawal::not_watched;
+  }
+  // Timeouts are scheduled under this lock, so a watched operation has one unless it is firing.
+  if (!op.cancel()) return Withdrawal::deciding;
+  OperationAccess::detach(op);
+  return Withdrawal::withdrawn;
+}
+
+// One async_wait_outcome: the completion, and the operation while a cancellation may need it.
+// Thread-safe.
+template <class Handler>
+class OutcomeWait {
+ public:
+  explicit OutcomeWait(Handler handler) : completion_(std::move(handler)) {}
+
+  AsyncCompletion<Handler>& completion() noexcept { return completion_; }
+
+  void finish(boost::system::error_code ec, Outcome outcome) {
+    if (completion_.complete(ec, outcome)) release();
+  }
+
+  // Keeps `op` reachable for cancellation requests, unless the wait already completed.
+  void hold(const OperationRef& op) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (!completion_.is_done()) op_ = op;
+  }
+  // Drops that reference (the operation references the wait through its listener: no cycle
+  // may outlive the wait).
+  void release() {
+    OperationRef drop;  // destroyed after mu_ is released: it may be the last reference
+    const std::lock_guard<std::mutex> lock(mu_);
+    drop = std::move(op_);
+  }
+
+  static void request_cancel(void* self) noexcept {
+    auto& wait = *static_cast<OutcomeWait*>(self);
+    OperationRef op;
+    {
+      const std::lock_guard<std::mutex> lock(wait.mu_);
+      op = wait.op_;
+    }
+    if (!op) return;  // completed, or not held yet (hold() follows; see async_wait_outcome)
+    if (withdraw(*op) != Withdrawal::deciding) {
+      wait.finish(boost::system::error_code(boost::asio::error::operation_aborted),
+                  Outcome::pending);
+    }
   }
 
  private:
-  Handler handler_;
-  boost::asio::executor_work_guard<boost::asio::associated_executor_t<Handler>> work_;
+  AsyncCompletion<Handler> completion_;
+  std::mutex mu_;
+  OperationRef op_;  // guarded by mu_; set while a cancellation may come and the wait is pending
+};
+
+// The operation's single outcome listener, relaying to the wait. Called once, by the operation.
+template <class Handler>
+class OutcomeRelay final : public OutcomeListener {
+ public:
+  explicit OutcomeRelay(std::shared_ptr<OutcomeWait<Handler>> wait) : wait_(std::move(wait)) {}
+  void on_outcome(Outcome outcome) noexcept override {
+    wait_->finish(boost::system::error_code(), outcome);
+  }
+
+ private:
+  std::shared_ptr<OutcomeWait<Handler>> wait_;
+};
+
+struct InitiateOutcomeWait {
+  template <class Handler>
+  void operator()(Handler&& handler, const OperationRef& op, std::stop_token stop) const {
+    using Wait = OutcomeWait<std::decay_t<Handler>>;
+    auto wait = std::make_shared<Wait>(std::forward<Handler>(handler));
+    try {
+      op->set_outcome_listener(std::make_unique<OutcomeRelay<std::decay_t<Handler>>>(wait));
+    } catch (...) {
+      wait->completion().abandon();
+      throw;
+    }
+    // Held before the requests are routed: a stop already requested withdraws it right here.
+    wait->hold(op);
+    if (!wait->completion().watch_cancellation(wait, &Wait::request_cancel, std::move(stop))) {
+      wait->release();  // nothing can cancel it
+    }
+  }
 };
 
 }  // namespace detail
 
-// Initiates a wait for `op`'s outcome; completion signature void(Outcome). At most one wait per
-// operation (it uses the operation's single outcome listener): a second throws std::logic_error.
+// Waits for `op`'s outcome; completion signature void(boost::system::error_code, Outcome).
+// At most one wait per operation (it takes the operation's single outcome listener): a second
+// throws std::logic_error; a null `op` throws std::invalid_argument; then the handler is never
+// called. Cancellable through the handler's cancellation slot (Boost >= 1.77).
 template <class CompletionToken>
 auto async_wait_outcome(const OperationRef& op, CompletionToken&& token) {
-  return boost::asio::async_initiate<CompletionToken, void(Outcome)>(
-      [](auto handler, const OperationRef& target) {
-        using Handler = std::decay_t<decltype(handler)>;
-        target->set_outcome_listener(
-            std::make_unique<detail::AsioOutcomeListener<Handler>>(std::move(handler)));
-      },
-      token, op);
+  if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Outcome)>(
+      detail::InitiateOutcomeWait{}, token, op, std::stop_token());
+}
+
+// As above; a stop requested on `stop` cancels the wait and withdraws the operation.
+template <class CompletionToken>
+auto async_wait_outcome(const OperationRef& op, std::stop_token stop, CompletionToken&& token) {
+  if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Outcome)>(
+      detail::InitiateOutcomeWait{}, token, op, std::move(stop));
 }
 
 }  // namespace purgatory
