@@ -7,7 +7,7 @@
 PURGATORY_PACKAGES=(
   cmake ninja-build g++ clang libclang-rt-14-dev
   libboost-dev libfmt-dev doctest-dev libbenchmark-dev libcli11-dev
-  kcat python3 python3-kafka python3-confluent-kafka curl procps
+  kcat python3 python3-kafka python3-confluent-kafka curl procps gnuplot-nox
 )
 
 ensure_packages() {

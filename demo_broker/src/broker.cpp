@@ -10,6 +10,8 @@
 #include <boost/asio/ip/address.hpp>
 
 #include "connection.hpp"
+#include "purgatory/broker/metrics_server.hpp"
+#include "purgatory/broker/prometheus_exposition.hpp"
 #include "purgatory/timer/timer_task.hpp"
 
 namespace purgatory::broker {
@@ -84,7 +86,17 @@ void Broker::start() {
   acceptor_.bind(endpoint);
   acceptor_.listen();
   port_.store(acceptor_.local_endpoint().port());
+  if (!config_.metrics_host.empty()) {
+    // On this io_context: a scrape renders on the io thread, between two requests.
+    metrics_server_ =
+        std::make_unique<MetricsServer>(io_, [this] { return to_prometheus_text(metrics()); });
+    metrics_server_->start(config_.metrics_host, config_.metrics_port);
+  }
   accept();
+}
+
+std::uint16_t Broker::metrics_port() const noexcept {
+  return metrics_server_ ? metrics_server_->port() : 0;
 }
 
 void Broker::accept() {
@@ -112,6 +124,7 @@ void Broker::stop() {
   stopped_ = true;
   boost::system::error_code ec;
   acceptor_.close(ec);
+  if (metrics_server_) metrics_server_->stop();
   auto connections = std::move(connections_);
   connections_.clear();
   for (auto& [id, conn] : connections)
@@ -136,6 +149,7 @@ BrokerMetrics Broker::metrics() const {
   m.requests = requests_.load(std::memory_order_relaxed);
   m.malformed_requests = malformed_.load(std::memory_order_relaxed);
   m.abandoned_operations = abandoned_.load(std::memory_order_relaxed);
+  m.timer_pending_per_level = timer_->size_per_level();
   return m;
 }
 

@@ -215,6 +215,8 @@ int run_demo(const DemoOptions& options, std::FILE* out) {
   config.port = 0;
   config.replication_delays = {kFastFollower, kSlowFollower};
   config.verbose = options.verbose;
+  config.metrics_host = options.metrics_host;
+  config.metrics_port = options.metrics_port;
   config.on_event = [&timeline](std::string_view e) { timeline.at("broker", e); };
   config.log_sink = [&timeline](std::string_view line) { timeline.at("log", line); };
   try {
@@ -223,6 +225,10 @@ int run_demo(const DemoOptions& options, std::FILE* out) {
         fmt::format("purgatory demo: an in-memory Kafka broker on 127.0.0.1:{} with 2 "
                     "simulated followers (replicating after {} ms and {} ms)",
                     broker.port(), kFastFollower.count(), kSlowFollower.count()));
+    if (broker.metrics_port() != 0) {
+      timeline.say(fmt::format("metrics: curl -s http://{}:{}/metrics", options.metrics_host,
+                               broker.metrics_port()));
+    }
     Verdicts verdicts(timeline);
     Client consumer("demo-consumer");
     Client producer("demo-producer");

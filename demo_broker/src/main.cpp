@@ -2,11 +2,14 @@
 //   demo_broker                         serve on 127.0.0.1:9092 (Ctrl-C stops it)
 //   demo_broker --listen 127.0.0.1:0    any free port, printed as "listening on 127.0.0.1:PORT"
 //   demo_broker --demo                  the scripted demo, in-process; exits 0 when all went well
+//   demo_broker --metrics 127.0.0.1:0   also serve Prometheus GET /metrics (port printed as
+//                                       "metrics on http://127.0.0.1:PORT/metrics")
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
 #include <utility>
 
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -24,11 +27,12 @@ namespace pb = purgatory::broker;
 
 namespace {
 
-// "HOST:PORT" (IPv6 as "[::1]:9092"). Throws CLI::ValidationError.
-void parse_listen(const std::string& text, pb::BrokerConfig& config) {
+// "HOST:PORT" (IPv6 as "[::1]:9092") given to `option`. Throws CLI::ValidationError.
+void parse_endpoint(const std::string& option, const std::string& text, std::string& out_host,
+                    std::uint16_t& out_port) {
   const auto colon = text.rfind(':');
   if (colon == std::string::npos || colon + 1 == text.size()) {
-    throw CLI::ValidationError("--listen", "expected HOST:PORT, got '" + text + "'");
+    throw CLI::ValidationError(option, "expected HOST:PORT, got '" + text + "'");
   }
   std::string host = text.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
@@ -43,10 +47,10 @@ void parse_listen(const std::string& text, pb::BrokerConfig& config) {
     used = 0;
   }
   if (used != port.size() || value < 0 || value > 65535) {
-    throw CLI::ValidationError("--listen", "port '" + port + "' is not in 0..65535");
+    throw CLI::ValidationError(option, "port '" + port + "' is not in 0..65535");
   }
-  config.host = host.empty() ? "127.0.0.1" : host;
-  config.port = static_cast<std::uint16_t>(value);
+  out_host = host.empty() ? "127.0.0.1" : host;
+  out_port = static_cast<std::uint16_t>(value);
 }
 
 // --followers N with --replication-delay-ms D or D1,D2,...,DN.
@@ -74,8 +78,13 @@ int serve(pb::BrokerConfig config, const std::string& port_file) {
   try {
     broker.start();
   } catch (const std::exception& e) {
-    fmt::print(stderr, "demo_broker: cannot listen on {}:{}: {}\n", broker.config().host,
-               broker.config().port, e.what());
+    fmt::print(stderr, "demo_broker: cannot listen on {}:{}{}: {}\n", broker.config().host,
+               broker.config().port,
+               broker.config().metrics_host.empty()
+                   ? std::string()
+                   : fmt::format(" (metrics on {}:{})", broker.config().metrics_host,
+                                 broker.config().metrics_port),
+               e.what());
     return 1;
   }
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -87,6 +96,9 @@ int serve(pb::BrokerConfig config, const std::string& port_file) {
   });
   const auto& c = broker.config();
   fmt::print("listening on {}:{}\n", c.host, broker.port());
+  if (broker.metrics_port() != 0) {
+    fmt::print("metrics on http://{}:{}/metrics\n", c.metrics_host, broker.metrics_port());
+  }
   std::fflush(stdout);
   if (!port_file.empty()) {
     // Written whole to a temporary name and renamed, so a reader never sees half a number.
@@ -115,6 +127,7 @@ int main(int argc, char** argv) {
   int followers = 2;
   std::vector<int> delays{100};
   std::string port_file;
+  std::string metrics;
   bool demo = false;
   app.add_option("--listen", listen,
                  "HOST:PORT to listen on; port 0 picks a free port (printed on stdout as "
@@ -151,6 +164,10 @@ int main(int argc, char** argv) {
                  "a wildcard address)");
   app.add_option("--port-file", port_file,
                  "also write the bound port to this file once listening (for scripts)");
+  app.add_option("--metrics", metrics,
+                 "HOST:PORT to serve Prometheus metrics on (GET /metrics); port 0 picks a free "
+                 "port (printed on stdout as \"metrics on http://HOST:PORT/metrics\"). Also with "
+                 "--demo");
   app.add_flag("-v,--verbose", config.verbose,
                "log one line per request (api, version, correlation id, client, outcome, time "
                "waited) and every follower/high-watermark move");
@@ -159,12 +176,18 @@ int main(int argc, char** argv) {
                "when every scenario behaved as expected)");
   try {
     app.parse(argc, argv);
-    parse_listen(listen, config);
+    parse_endpoint("--listen", listen, config.host, config.port);
+    if (!metrics.empty()) {
+      parse_endpoint("--metrics", metrics, config.metrics_host, config.metrics_port);
+    }
     set_followers(followers, delays, config);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (demo) return pb::run_demo(pb::DemoOptions{config.verbose, argv[0]}, stdout);
+  if (demo) {
+    return pb::run_demo(
+        pb::DemoOptions{config.verbose, argv[0], config.metrics_host, config.metrics_port}, stdout);
+  }
   try {
     return serve(std::move(config), port_file);
   } catch (const std::exception& e) {

@@ -25,6 +25,7 @@ void LatencyHistogram::record(Nanos value) noexcept {
   const std::int64_t v = std::max<std::int64_t>(value.count(), 0);
   counts_[static_cast<std::size_t>(bucket_of(static_cast<std::uint64_t>(v)))].fetch_add(
       1, std::memory_order_relaxed);
+  sum_.fetch_add(static_cast<std::uint64_t>(v), std::memory_order_relaxed);
   std::int64_t seen = max_.load(std::memory_order_relaxed);
   while (v > seen && !max_.compare_exchange_weak(seen, v, std::memory_order_relaxed)) {
   }
@@ -73,10 +74,37 @@ LatencyHistogram::Summary LatencyHistogram::summary() const noexcept {
   return s;
 }
 
+LatencyHistogram::Snapshot LatencyHistogram::snapshot() const noexcept {
+  Snapshot s;
+  for (std::size_t i = 0; i < counts_.size(); ++i) {
+    s.counts[i] = counts_[i].load(std::memory_order_relaxed);
+  }
+  s.sum_ns = sum_.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::uint64_t LatencyHistogram::Snapshot::count() const noexcept {
+  std::uint64_t total = 0;
+  for (std::uint64_t c : counts)
+    total += c;
+  return total;
+}
+
+std::uint64_t LatencyHistogram::Snapshot::count_at_most(Nanos bound) const noexcept {
+  if (bound < Nanos::zero()) return 0;
+  const auto b = static_cast<std::uint64_t>(bound.count());
+  std::uint64_t total = 0;
+  for (int i = 0; i < kBuckets && upper_bound_of(i) <= b; ++i) {
+    total += counts[static_cast<std::size_t>(i)];
+  }
+  return total;
+}
+
 void LatencyHistogram::reset() noexcept {
   for (auto& c : counts_)
     c.store(0, std::memory_order_relaxed);
   max_.store(0, std::memory_order_relaxed);
+  sum_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace purgatory

@@ -59,6 +59,7 @@ void PurgatoryState::fill(PurgatoryMetrics& m) const {
   m.shut_down_total = shut_down_total_.load(std::memory_order_relaxed);
   m.cancelled_total = cancelled_.load(std::memory_order_relaxed);
   m.waited = waited_.summary();
+  m.waited_histogram = waited_.snapshot();
 }
 
 }  // namespace purgatory::detail

@@ -33,3 +33,26 @@ TEST_CASE("latency histogram: percentiles within 12.5% above the truth and never
 
 }  // namespace
 }  // namespace purgatory
+
+TEST_CASE("LatencyHistogram snapshot: sum, count and cumulative counts at arbitrary bounds") {
+  purgatory::LatencyHistogram h;
+  using std::chrono::milliseconds;
+  for (int ms : {1, 2, 3, 10, 100})
+    h.record(milliseconds(ms));
+  const auto s = h.snapshot();
+  CHECK(s.count() == 5);
+  CHECK(s.sum_ns == 116'000'000U);
+  CHECK(h.sum() == milliseconds(116));
+  CHECK(s.count_at_most(milliseconds(0)) == 0);
+  // A bucket counts only once it lies wholly under the bound: never more than the truth.
+  CHECK(s.count_at_most(milliseconds(5)) == 3);
+  CHECK(s.count_at_most(milliseconds(50)) == 4);
+  CHECK(s.count_at_most(milliseconds(1000)) == 5);
+  std::uint64_t last = 0;
+  for (int ms = 0; ms <= 200; ++ms) {  // cumulative: never goes down
+    const auto c = s.count_at_most(milliseconds(ms));
+    CHECK(c >= last);
+    CHECK(c <= s.count());
+    last = c;
+  }
+}

@@ -24,6 +24,18 @@ class LatencyHistogram {
     Nanos p50{0}, p90{0}, p99{0}, p999{0}, max{0};
   };
 
+  // A copy of the counters, for exporting them (e.g. to Prometheus' fixed bucket bounds).
+  // Thread-compatible plain value. Read counter by counter while others may record, so `sum_ns`
+  // may lag the counts by a value in flight.
+  struct Snapshot {
+    std::array<std::uint64_t, kBuckets> counts{};
+    std::uint64_t sum_ns = 0;
+    [[nodiscard]] std::uint64_t count() const noexcept;
+    // Values in the buckets lying wholly at or below `bound`: a lower bound on the true count
+    // (a value up to 12.5% under `bound` may only be counted at the next bound up).
+    [[nodiscard]] std::uint64_t count_at_most(Nanos bound) const noexcept;
+  };
+
   // Negative values count as 0.
   void record(Nanos value) noexcept;
 
@@ -33,6 +45,11 @@ class LatencyHistogram {
   [[nodiscard]] Nanos percentile(double quantile) const noexcept;
   [[nodiscard]] Nanos max() const noexcept { return Nanos{max_.load(std::memory_order_relaxed)}; }
   [[nodiscard]] Summary summary() const noexcept;
+  [[nodiscard]] Snapshot snapshot() const noexcept;
+  // Sum of every value recorded.
+  [[nodiscard]] Nanos sum() const noexcept {
+    return Nanos{static_cast<Nanos::rep>(sum_.load(std::memory_order_relaxed))};
+  }
 
   void reset() noexcept;
 
@@ -42,6 +59,7 @@ class LatencyHistogram {
 
   std::array<std::atomic<std::uint64_t>, kBuckets> counts_{};
   std::atomic<std::int64_t> max_{0};
+  std::atomic<std::uint64_t> sum_{0};
 };
 
 }  // namespace purgatory

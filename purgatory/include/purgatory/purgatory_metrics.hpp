@@ -23,9 +23,10 @@ struct PurgatoryMetrics {
   std::size_t delayed = 0;            // operations waiting now: Kafka's NumDelayedOperations
   std::uint64_t completed_total = 0;  // completed by try_complete()/force_complete()
   std::uint64_t expired_total = 0;
-  std::uint64_t shut_down_total = 0;  // completed by shutdown()
-  std::uint64_t cancelled_total = 0;  // handed back by cancel_for_key()
-  LatencyHistogram::Summary waited;   // from watch to outcome, over every outcome
+  std::uint64_t shut_down_total = 0;            // completed by shutdown()
+  std::uint64_t cancelled_total = 0;            // handed back by cancel_for_key()
+  LatencyHistogram::Summary waited;             // from watch to outcome, over every outcome
+  LatencyHistogram::Snapshot waited_histogram;  // the same, every bucket and the sum
 };
 
 // Receives exceptions escaping an operation's callbacks; `where` names the callback. Called on

@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -38,6 +39,7 @@
 namespace purgatory::broker {
 
 class Connection;
+class MetricsServer;
 struct ResponseSlot;
 
 // What the broker reports about itself: a snapshot, each field read atomically. A plain value,
@@ -48,16 +50,18 @@ struct BrokerMetrics {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_open = 0;
   std::uint64_t requests = 0;
-  std::uint64_t malformed_requests = 0;    // connections closed for a bad frame
-  std::uint64_t abandoned_operations = 0;  // parked when their client disconnected
+  std::uint64_t malformed_requests = 0;              // connections closed for a bad frame
+  std::uint64_t abandoned_operations = 0;            // parked when their client disconnected
+  std::vector<std::size_t> timer_pending_per_level;  // the shared timer, finest level first
 };
 
 using Purgatory = DelayedOperationPurgatory<TopicPartition, TopicPartitionHash>;
 
 // Call only from the io thread, except: the constructor and start() (before the io_context runs
-// or on its thread), and port() and metrics(), which are thread-safe. Errors: start() throws
-// boost::system::system_error when it cannot bind; bad requests never throw out of the broker
-// (they get a Kafka error code, or their connection closed with a log line).
+// or on its thread), and port(), metrics_port() and metrics(), which are thread-safe. Errors:
+// start() throws boost::system::system_error when it cannot bind (either port); bad requests
+// never throw out of the broker (they get a Kafka error code, or their connection closed with a
+// log line).
 class Broker {
  public:
   // Throws std::invalid_argument for a config it cannot run (partitions < 1, a negative or
@@ -68,7 +72,8 @@ class Broker {
   Broker(const Broker&) = delete;
   Broker& operator=(const Broker&) = delete;
 
-  // Binds the listening socket and starts accepting connections.
+  // Binds the listening socket and starts accepting connections; also the Prometheus endpoint
+  // (MetricsServer, on this io_context) when config.metrics_host is set.
   void start();
   // Closes the listener and every connection (their parked operations complete without writing
   // anything), shuts the purgatories down and closes the timer. Idempotent. The io_context may
@@ -76,6 +81,8 @@ class Broker {
   void stop();
 
   [[nodiscard]] std::uint16_t port() const noexcept { return port_.load(); }
+  // The metrics endpoint's bound port; 0 when there is none. Thread-safe.
+  [[nodiscard]] std::uint16_t metrics_port() const noexcept;
   [[nodiscard]] BrokerMetrics metrics() const;
   [[nodiscard]] const BrokerConfig& config() const noexcept { return config_; }
 
@@ -111,6 +118,7 @@ class Broker {
   std::unique_ptr<AsioDriver> driver_;
   std::unique_ptr<Purgatory> fetch_purgatory_;
   std::unique_ptr<Purgatory> produce_purgatory_;
+  std::unique_ptr<MetricsServer> metrics_server_;  // null without config.metrics_host
   std::unordered_map<std::uint64_t, std::shared_ptr<Connection>> connections_;
   std::uint64_t next_connection_id_ = 0;
   bool stopped_ = false;

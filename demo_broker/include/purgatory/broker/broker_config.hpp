@@ -32,6 +32,9 @@ struct BrokerConfig {
   // Requests read from one connection but not yet answered; reading pauses beyond this (TCP
   // pushes back on the client) so a pipelining client cannot grow the broker's memory unbounded.
   std::size_t max_in_flight_per_connection = 64;
+  // Prometheus endpoint (GET /metrics) on this host; empty: none. Port 0: any free port.
+  std::string metrics_host;
+  std::uint16_t metrics_port = 0;
   bool verbose = false;  // one log line per request
   // Where log lines go (without a trailing newline); null: stderr.
   std::function<void(std::string_view line)> log_sink;

@@ -27,6 +27,7 @@ class BrokerRunner {
   BrokerRunner& operator=(const BrokerRunner&) = delete;
 
   [[nodiscard]] std::uint16_t port() const noexcept { return broker_->port(); }
+  [[nodiscard]] std::uint16_t metrics_port() const noexcept { return broker_->metrics_port(); }
   [[nodiscard]] BrokerMetrics metrics() const { return broker_->metrics(); }
 
   // Stops the broker on its thread and joins it. Idempotent.

@@ -5,6 +5,7 @@
 // timing out behind a slow follower, then the purgatory metrics and how to explore with kcat.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -14,6 +15,8 @@ namespace purgatory::broker {
 struct DemoOptions {
   bool verbose = false;                 // also print the broker's per-request log lines
   std::string program = "demo_broker";  // how to start the broker, in the kcat hints
+  std::string metrics_host;             // also serve GET /metrics there (port 0: any); empty: no
+  std::uint16_t metrics_port = 0;
 };
 
 // Runs every scenario (a few seconds in all). Returns 0 when each behaved as expected, 1

@@ -1,0 +1,344 @@
+#!/usr/bin/python3
+"""Writes docs/benchmarks.md and the gnuplot data files from the raw outputs that
+scripts/bench-report keeps in build/release/bench-report/. Python standard library only.
+
+Inputs in --dir: timer_bench.json (Google Benchmark JSON, aggregates of repetitions),
+purgatory_<rate>.txt (purgatory_bench --impl=both output), purgatory_null_<rate>.txt
+(--impl=null, the harness alone), commands.txt, elapsed.txt.
+Outputs: --doc, and in --dir timer_addcancel.dat, timer_addexpire.dat, purgatory.dat for
+plots.gp next to this file."""
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+
+IMPLS = ["Wheel", "AsioSteadyTimer", "StdMultimap", "HeapLazyCancel"]
+WORKLOADS = ["AddCancel", "AddExpire"]
+MOVES = ["Readd", "Reschedule", "CancelAdd"]
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return ""
+
+
+def load_timer(path):
+    """{(impl, workload, pending): ns per task} from the median aggregates; errors are kept apart."""
+    with open(path) as f:
+        data = json.load(f)
+    ns, errors = {}, []
+    for b in data["benchmarks"]:
+        m = re.match(r"BM_(\w+?)_(\w+)/(\d+)", b.get("run_name", b["name"]))
+        if not m:
+            continue
+        key = (m.group(1), m.group(2), int(m.group(3)))
+        if b.get("error_occurred"):
+            errors.append(f"{b['name']}: {b.get('error_message', 'error')}")
+            continue
+        if b.get("aggregate_name") != "median":
+            continue
+        ips = b.get("items_per_second")
+        if ips:
+            ns[key] = 1e9 / ips
+    return data.get("context", {}), ns, errors
+
+
+def parse_purgatory(text):
+    """{label: {achieved, cpu, elapsed, rss}} from one purgatory_bench output."""
+    runs, label = {}, None
+    for line in text.splitlines():
+        m = re.match(r"== (\w+):", line)
+        if m:
+            label = m.group(1)
+            runs[label] = {}
+            continue
+        if label is None:
+            continue
+        r = runs[label]
+        if m := re.search(r"achieved rate ([\d.]+)/s", line):
+            r["achieved"] = float(m.group(1))
+        if m := re.search(r"elapsed ([\d.]+) s, process CPU time ([\d.]+) s", line):
+            r["elapsed"], r["cpu"] = float(m.group(1)), float(m.group(2))
+        if m := re.search(r"peak RSS ([\d.]+) MiB", line):
+            r["rss"] = float(m.group(1))
+        if m := re.search(r"t=\s*([\d.]+)s purgatory size: watched (\d+) delayed (\d+)", line):
+            r["last_t"], r["last_watched"], r["last_delayed"] = float(m.group(1)), int(m.group(2)), int(m.group(3))
+        if "ERROR" in line:
+            r.setdefault("errors", []).append(line.strip())
+    return runs
+
+
+def fmt_ns(v):
+    if v is None:
+        return "n/a"
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}"
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a is not None and b else "n/a"
+
+
+def pending_label(p):
+    return {1000: "1k", 100000: "100k", 1000000: "1M"}.get(p, str(p))
+
+
+def compiler(build_dir):
+    """(first line of the compiler's --version, release flags) from the build's CMakeCache.txt."""
+    cache = {}
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                if (m := re.match(r"(CMAKE_CXX_COMPILER|CMAKE_CXX_FLAGS_RELEASE):\w+=(.*)", line)):
+                    cache[m.group(1)] = m.group(2).strip()
+    except OSError:
+        pass
+    cxx = cache.get("CMAKE_CXX_COMPILER", "g++")
+    version = sh(f"{cxx} --version")
+    return (version.splitlines()[0] if version else cxx), cache.get("CMAKE_CXX_FLAGS_RELEASE", "?")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--doc", required=True)
+    ap.add_argument("--rates", nargs="+", type=int, required=True)
+    args = ap.parse_args()
+
+    context, ns, errors = load_timer(os.path.join(args.dir, "timer_bench.json"))
+    pendings = sorted({k[2] for k in ns})
+
+    purg = []
+    for rate in args.rates:
+        path = os.path.join(args.dir, f"purgatory_{rate}.txt")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            runs = parse_purgatory(f.read())
+        null_path = os.path.join(args.dir, f"purgatory_null_{rate}.txt")
+        if os.path.exists(null_path):
+            with open(null_path) as f:
+                runs.update(parse_purgatory(f.read()))
+        for label, r in runs.items():
+            errors += [f"purgatory_bench {label} at {rate}/s: {e}" for e in r.get("errors", [])]
+        purg.append((rate, runs))
+
+    # gnuplot data: one row per pending count, one column per implementation (NaN when missing).
+    for wl in WORKLOADS:
+        with open(os.path.join(args.dir, f"timer_{wl.lower()}.dat"), "w") as f:
+            f.write("pending " + " ".join(IMPLS) + "\n")  # gnuplot reads the titles (columnhead)
+            for p in pendings:
+                vals = [ns.get((i, wl, p)) for i in IMPLS]
+                f.write(f"{p} " + " ".join(f"{v:.3f}" if v else "NaN" for v in vals) + "\n")
+    with open(os.path.join(args.dir, "ranges.gp"), "w") as f:
+        for wl in WORKLOADS:
+            vals = [v for (i, w_, p), v in ns.items() if w_ == wl and i in IMPLS] or [1]
+            f.write(f"lo_{wl.lower()} = {min(vals):.3f}; hi_{wl.lower()} = {max(vals):.3f}\n")
+    with open(os.path.join(args.dir, "purgatory.dat"), "w") as f:
+        f.write("# rate  cpu_s_per_1M_ours naive null\n")
+        for rate, runs in purg:
+            vals = []
+            for label in ("ours", "naive", "null"):
+                r = runs.get(label)
+                vals.append(per_million(r, rate, args) if r else None)
+            f.write(f"{rate} " + " ".join(f"{v:.4f}" if v is not None else "NaN" for v in vals) + "\n")
+
+    # Runs stopped before they finished: a cross at the top of the plot, labelled.
+    top = max([per_million(r, rate, args) or 0 for rate, runs in purg for r in runs.values()] + [1])
+    with open(os.path.join(args.dir, "purgatory_unfinished.dat"), "w") as f:
+        f.write("# rate y label\n")
+        for rate, runs in purg:
+            for label in ("ours", "naive"):
+                if label in runs and "cpu" not in runs[label]:
+                    f.write(f'{rate} {top * 1.05:.3f} "{label}: stopped"\n')
+
+    with open(os.path.join(args.dir, "commands.txt")) as f:
+        commands = f.read().strip()
+    try:
+        with open(os.path.join(args.dir, "elapsed.txt")) as f:
+            elapsed = int(f.read().strip())
+    except (OSError, ValueError):
+        elapsed = None
+
+    cpu_model = sh("lscpu | sed -n 's/^Model name: *//p'") or platform.processor()
+    load = context.get("load_avg")
+    md = []
+    w = md.append
+    w("# Benchmarks")
+    w("")
+    w("Generated by `bash scripts/bench-report` (do not edit by hand; rerun the script). It builds the")
+    w("release preset, runs `timer_bench` and `purgatory_bench`, and writes this page and the plots in")
+    w("`docs/img/`. Raw outputs stay in `build/release/bench-report/`.")
+    w("")
+    w("**Read the numbers as ratios.** The machine is a shared, noisy 2-vCPU VM with other jobs running;")
+    w("absolute times move by tens of percent between runs. Each table compares implementations measured")
+    w("side by side in one run of one program, timer figures are medians of the repetitions, and every")
+    w("implementation does the same work with the same payload (see the header comments of")
+    w("`benchmarks/timer_bench.cpp` and `benchmarks/purgatory_bench.cpp`).")
+    w("")
+    w("## Machine")
+    w("")
+    w(f"- Date: {context.get('date') or sh('date -u')}")
+    w(f"- CPU: {cpu_model}, `nproc` = {sh('nproc')}")
+    w(f"- Kernel: {platform.system()} {platform.release()}")
+    cxx, flags = compiler("build/release")
+    w(f"- Compiler: {cxx}, CMake preset `release` (`{flags}`)")
+    w("- Google Benchmark: Debian's `libbenchmark-dev`, which prints \"Library was built as DEBUG\";")
+    w("  that is the harness library's own build, the code measured is compiled as above.")
+    if load:
+        w(f"- Load average when timer_bench started: {', '.join(f'{x:.2f}' for x in load)}")
+    if elapsed is not None:
+        w(f"- Whole report: {elapsed // 60} min {elapsed % 60} s")
+    w("")
+    w("## Commands")
+    w("")
+    w("```sh")
+    w(commands)
+    w("```")
+    w("")
+    if errors:
+        w("## Errors reported by the benchmarks")
+        w("")
+        for e in errors:
+            w(f"- {e}")
+        w("")
+
+    w("## Timer: cost per task")
+    w("")
+    w("Nanoseconds of CPU time per task (Google Benchmark's `items_per_second`, inverted), median of the")
+    w("repetitions. CPU time rather than wall time because other jobs preempt the benchmark on this")
+    w("machine (the raw JSON has both). `Wheel` is ours (`purgatory::SystemTimer`). `Wheel/X` is the")
+    w("wheel's cost over implementation X's: **below 1.00 the wheel is cheaper** (0.25 = four times")
+    w("cheaper).")
+    w("")
+    desc = {
+        "AddCancel": "Schedule one task 0..60 s out and cancel it, with `pending` tasks already "
+                     "waiting: a request whose condition is met before its timeout.",
+        "AddExpire": "Schedule `pending` tasks 0..100 ms out, then expire and run them all: the "
+                     "cost per task of the adds plus its share of the expiry (and of any cascade).",
+    }
+    others = IMPLS[1:]
+    for wl in WORKLOADS:
+        w(f"### {wl}")
+        w("")
+        w(desc[wl])
+        w("")
+        w("| pending | " + " | ".join(f"{i} ns" for i in IMPLS) + " | "
+          + " | ".join(f"Wheel/{o}" for o in others) + " |")
+        w("|---:|" + "---:|" * (len(IMPLS) + len(others)))
+        for p in pendings:
+            wheel = ns.get(("Wheel", wl, p))
+            w(f"| {pending_label(p)} | "
+              + " | ".join(fmt_ns(ns.get((i, wl, p))) for i in IMPLS) + " | "
+              + " | ".join(ratio(wheel, ns.get((o, wl, p))) for o in others) + " |")
+        w("")
+        w(f"![{wl}: ns per task against pending tasks](img/timer_{wl.lower()}.png)")
+        w("")
+
+    w("### Moving a scheduled task: Reschedule against CancelAdd")
+    w("")
+    w("Wheel only. One of `pending` scheduled tasks gets a new deadline 0..60 s out, three ways:")
+    w("`Readd` adds it again (Kafka's \"adding again moves it\"), `Reschedule` calls")
+    w("`SystemTimer::reschedule()`, `CancelAdd` calls `cancel()` then `add()`, the cost `Reschedule` must")
+    w("not exceed. Below 1.00 in the last column, `reschedule()` is the cheaper way.")
+    w("")
+    w("| pending | " + " | ".join(f"{m} ns" for m in MOVES) + " | Reschedule/CancelAdd |")
+    w("|---:|" + "---:|" * (len(MOVES) + 1))
+    for p in pendings:
+        w(f"| {pending_label(p)} | " + " | ".join(fmt_ns(ns.get(("Wheel", m, p))) for m in MOVES)
+          + f" | {ratio(ns.get(('Wheel', 'Reschedule', p)), ns.get(('Wheel', 'CancelAdd', p)))} |")
+    w("")
+
+    w("## Purgatory: CPU time against request rate")
+    w("")
+    w("`purgatory_bench` is Kafka's TestPurgatoryPerformance: Poisson arrivals at the given rate, each")
+    w("request watching 3 of 1000 keys, log-normal completion latency (median 20 ms, 75th percentile")
+    w("50 ms), 100 ms timeout, so about one in eight requests expires and the rest are completed by a")
+    w("completer thread. Both implementations get the same requests (same seed), one after the other")
+    w("in one process, about 5 s of requests each. `naive` is one mutex, an")
+    w("`unordered_multimap` of watchers and one `boost::asio::steady_timer` per request. CPU time is")
+    w("the whole process's (user + system), so it includes the harness: the `harness` column is")
+    w("`--impl=null`, which only generates and resolves the requests. At low rates it is most of")
+    w("`ours`'s CPU time, so there the `naive/ours` ratio understates the purgatories' own difference;")
+    w("it is itself noisy at a few tenths of a second, so it is shown rather than subtracted.")
+    w("")
+    w("| rate /s | achieved ours | achieved naive | CPU ours s | CPU naive s | naive/ours | "
+      "harness s | CPU s per 1M ours | per 1M naive | peak RSS ours MiB | "
+      "peak RSS naive MiB |")
+    w("|---:|" + "---:|" * 10)
+    unfinished = []
+    for rate, runs in purg:
+        o, n, z = runs.get("ours", {}), runs.get("naive", {}), runs.get("null", {})
+        for label, r in (("ours", o), ("naive", n)):
+            if "cpu" not in r:
+                unfinished.append((rate, label, r))
+        co, cn, cz = o.get("cpu"), n.get("cpu"), z.get("cpu")
+        w(f"| {rate // 1000}k | {fmt_rate(o)} | {fmt_rate(n)} | "
+          f"{fmt_cpu(co)} | {fmt_cpu(cn)} | {ratio(cn, co)} | {fmt_cpu(cz)} | "
+          f"{fmt_cpu(per_million(o, rate, args))} | {fmt_cpu(per_million(n, rate, args))} | "
+          f"{o.get('rss', 'n/a')} | {n.get('rss', 'n/a')} |")
+    w("")
+    w("![Purgatory CPU seconds per million requests against request rate](img/purgatory_cpu.png)")
+    w("")
+    for rate, label, r in unfinished:
+        if "last_t" in r:
+            w(f"**`{label}` did not finish at {rate // 1000}k/s:** at t={r['last_t']:.0f} s its purgatory "
+              f"size was still `watched {r['last_watched']:,} delayed {r['last_delayed']:,}` "
+              f"when the process was stopped after {limit_s(args)} (`timeout`), so it has no CPU time: "
+              f"it was not keeping up with the arrivals. `n/a` in its columns.")
+        else:
+            w(f"**`{label}` did not run at {rate // 1000}k/s** (an earlier run was stopped).")
+        w("")
+    if unfinished:
+        w("A run that does not finish is at or past that implementation's capacity on this machine:")
+        w("once it falls behind, its backlog grows and each operation gets slower. Near the limit")
+        w("whether it keeps up varies from one run to the next with the machine's other load.")
+        w("")
+    w("An achieved rate well below the target means the request generator could not keep up on this")
+    w("machine; compare the two implementations at the same achieved rate.")
+    w("")
+    with open(args.doc, "w") as f:
+        f.write("\n".join(md))
+
+
+NUMS = {}
+
+
+def per_million(r, rate, args):
+    """CPU seconds per million requests; the run's --num is read from commands.txt."""
+    if not r or "cpu" not in r:
+        return None
+    num = request_count(rate, args)
+    return r["cpu"] * 1e6 / num if num else None
+
+
+def request_count(rate, args):
+    if rate not in NUMS:
+        with open(os.path.join(args.dir, "commands.txt")) as f:
+            for line in f:
+                if f"--rate {rate} " in line and (m := re.search(r"--num (\d+)", line)):
+                    NUMS[rate] = int(m.group(1))
+    return NUMS.get(rate)
+
+
+def fmt_rate(r):
+    return f"{r['achieved']:.0f}" if "achieved" in r else "n/a"
+
+
+def limit_s(args):
+    """The purgatory_bench time limit, read from the `timeout N` in commands.txt."""
+    with open(os.path.join(args.dir, "commands.txt")) as f:
+        m = re.search(r"timeout (\d+) ", f.read())
+    return f"{m.group(1)} s" if m else "some time"
+
+
+def fmt_cpu(v):
+    return f"{v:.2f}" if v is not None else "n/a"
+
+
+if __name__ == "__main__":
+    main()

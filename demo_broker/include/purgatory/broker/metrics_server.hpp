@@ -1,0 +1,60 @@
+// MetricsServer: a minimal HTTP/1.1 server (Boost.Beast) for Prometheus scrapes. GET /metrics
+// answers 200 with whatever `render` returns, in the text exposition format (version 0.0.4);
+// another path gets 404, another method 405. One request per connection (then "Connection:
+// close"), at most kMaxSessions connections at once, each given kSessionTimeout to send its
+// request and read the answer: a slow or hostile client costs one socket for a bounded time.
+#pragma once
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
+#include <utility>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+namespace purgatory::broker {
+
+// Call only from the thread running `io` (render runs there too), except: the constructor and
+// start() (before the io_context runs or on its thread), and port(), which is thread-safe.
+// Errors: start() throws boost::system::system_error when it cannot bind.
+class MetricsServer {
+ public:
+  static constexpr std::size_t kMaxSessions = 32;
+  static constexpr std::chrono::seconds kSessionTimeout{10};
+  static constexpr std::size_t kMaxRequestHeaderBytes = 8 * 1024;
+  static constexpr std::size_t kMaxRequestBodyBytes = 8 * 1024;
+
+  MetricsServer(boost::asio::io_context& io, std::function<std::string()> render);
+  // stop().
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  // Binds HOST:PORT (port 0: any free port, see port()) and starts accepting.
+  void start(const std::string& host, std::uint16_t port);
+  // Closes the listener and every open scrape connection. Idempotent.
+  void stop();
+
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_.load(); }
+
+  struct Shared;  // what sessions share with the server (render, stopped), outliving it
+  class Session;
+
+ private:
+  void accept();
+
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::shared_ptr<Shared> shared_;
+  std::vector<std::weak_ptr<Session>> sessions_;
+  std::atomic<std::uint16_t> port_{0};
+};
+
+}  // namespace purgatory::broker

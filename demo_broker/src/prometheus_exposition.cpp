@@ -1,0 +1,137 @@
+#include "purgatory/broker/prometheus_exposition.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <iterator>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace purgatory::broker {
+
+namespace {
+
+class Exposition {
+ public:
+  // Starts a family: its HELP and TYPE lines.
+  void family(std::string_view name, std::string_view type, std::string_view help) {
+    fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name,
+                   type);
+  }
+  void sample(std::string_view name, std::string_view labels, std::uint64_t value) {
+    fmt::format_to(std::back_inserter(out_), "{}{}{}{} {}\n", name, labels.empty() ? "" : "{",
+                   labels, labels.empty() ? "" : "}", value);
+  }
+  void sample(std::string_view name, std::string_view labels, double value) {
+    fmt::format_to(std::back_inserter(out_), "{}{}{}{} {}\n", name, labels.empty() ? "" : "{",
+                   labels, labels.empty() ? "" : "}", value);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// Purgatory names are ours ("fetch", "produce"), but escape as the format requires anyway.
+std::string label_value(std::string_view value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+struct Named {
+  std::string label;  // purgatory="..."
+  const PurgatoryMetrics* metrics;
+};
+
+// Upper bounds of the wait histogram, in seconds (+Inf implicit): from a sub-millisecond fetch
+// answered early to Kafka's 30 s default request.timeout.ms.
+constexpr double kWaitBoundsSeconds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                         0.25,   0.5,   1,      2.5,   5,    10,    30};
+
+}  // namespace
+
+std::string to_prometheus_text(const BrokerMetrics& m) {
+  const Named purgatories[] = {
+      {fmt::format("purgatory=\"{}\"", label_value(m.fetch.name)), &m.fetch},
+      {fmt::format("purgatory=\"{}\"", label_value(m.produce.name)), &m.produce}};
+  Exposition e;
+  const auto per_purgatory = [&](std::string_view name, std::string_view type,
+                                 std::string_view help, auto value_of) {
+    e.family(name, type, help);
+    for (const Named& p : purgatories)
+      e.sample(name, p.label, static_cast<std::uint64_t>(value_of(*p.metrics)));
+  };
+  per_purgatory("purgatory_watched_keys", "gauge",
+                "(operation, key) pairs watched now; an operation waiting on n partitions counts "
+                "n (Kafka's PurgatorySize).",
+                [](const PurgatoryMetrics& p) { return p.watched; });
+  per_purgatory("purgatory_delayed_operations", "gauge",
+                "Operations waiting in the purgatory now (Kafka's NumDelayedOperations).",
+                [](const PurgatoryMetrics& p) { return p.delayed; });
+  per_purgatory("purgatory_operations_completed_total", "counter",
+                "Operations completed before their timeout (condition met or forced).",
+                [](const PurgatoryMetrics& p) { return p.completed_total; });
+  per_purgatory("purgatory_operations_expired_total", "counter",
+                "Operations whose timeout passed first.",
+                [](const PurgatoryMetrics& p) { return p.expired_total; });
+  per_purgatory("purgatory_operations_shut_down_total", "counter",
+                "Operations completed by the purgatory's shutdown.",
+                [](const PurgatoryMetrics& p) { return p.shut_down_total; });
+  per_purgatory("purgatory_operations_cancelled_total", "counter",
+                "Operations withdrawn without an outcome (cancel_for_key).",
+                [](const PurgatoryMetrics& p) { return p.cancelled_total; });
+
+  constexpr std::string_view kWait = "purgatory_wait_duration_seconds";
+  e.family(kWait, "histogram",
+           "Time operations spent watched in the purgatory, from the watch to their outcome.");
+  for (const Named& p : purgatories) {
+    // The purgatory's own log-linear histogram, folded into these bounds: cumulative and
+    // monotone by construction, the +Inf bucket equal to _count.
+    const LatencyHistogram::Snapshot& waited = p.metrics->waited_histogram;
+    for (double bound : kWaitBoundsSeconds) {
+      const auto ns = std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(bound));
+      e.sample(fmt::format("{}_bucket", kWait), fmt::format("{},le=\"{}\"", p.label, bound),
+               waited.count_at_most(ns));
+    }
+    const std::uint64_t count = waited.count();
+    e.sample(fmt::format("{}_bucket", kWait), fmt::format("{},le=\"+Inf\"", p.label), count);
+    e.sample(fmt::format("{}_sum", kWait), p.label, static_cast<double>(waited.sum_ns) / 1e9);
+    e.sample(fmt::format("{}_count", kWait), p.label, count);
+  }
+
+  e.family("purgatory_timer_pending_tasks", "gauge",
+           "Tasks scheduled in the broker's timer (both purgatories' timeouts and the simulated "
+           "followers' catch-ups), per timing-wheel level, finest first.");
+  for (std::size_t level = 0; level < m.timer_pending_per_level.size(); ++level) {
+    e.sample("purgatory_timer_pending_tasks", fmt::format("level=\"{}\"", level),
+             static_cast<std::uint64_t>(m.timer_pending_per_level[level]));
+  }
+
+  const auto broker = [&](std::string_view name, std::string_view type, std::string_view help,
+                          std::uint64_t value) {
+    e.family(name, type, help);
+    e.sample(name, "", value);
+  };
+  broker("demo_broker_connections_accepted_total", "counter", "Kafka connections accepted.",
+         m.connections_accepted);
+  broker("demo_broker_connections_open", "gauge", "Kafka connections open now.",
+         m.connections_open);
+  broker("demo_broker_requests_total", "counter", "Kafka request frames received.", m.requests);
+  broker("demo_broker_malformed_requests_total", "counter",
+         "Connections closed for a request that could not be parsed.", m.malformed_requests);
+  broker("demo_broker_abandoned_operations_total", "counter",
+         "Parked operations whose client disconnected before the answer.", m.abandoned_operations);
+  return e.take();
+}
+
+}  // namespace purgatory::broker
