@@ -20,8 +20,8 @@
 //
 // Full run (manual; the CTest reliability.load_short is 200 connections, 5 producers, 10 s):
 //   cmake --preset release && cmake --build --preset release
-//   build/release/tests/reliability/reliability_broker_load \
-//       --broker-bin build/release/demo_broker/demo_broker \
+//   build/release/tests/reliability/reliability_broker_load
+//       --broker-bin build/release/demo_broker/demo_broker
 //       --connections 1000 --producers 20 --duration 60 --partitions 8
 //
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
