@@ -48,9 +48,18 @@ ConsumerRecord read_record(Reader& r, const detail::BatchHeader& h) {
   rec.read_int8("record.attributes");
   const std::int64_t timestamp_delta = rec.read_varlong("record.timestamp_delta");
   const std::int32_t offset_delta = rec.read_varint("record.offset_delta");
-  out.offset = h.base_offset + offset_delta;
-  out.timestamp = (h.attributes & kLogAppendTimeFlag) != 0 ? h.max_timestamp
-                                                           : h.base_timestamp + timestamp_delta;
+  // Both sums come from untrusted bytes: one that leaves int64 is a corrupt batch, not UB.
+  if (__builtin_add_overflow(h.base_offset, std::int64_t{offset_delta}, &out.offset)) {
+    rec.fail(DecodeErrorKind::corrupt_records, "record.offset_delta",
+             fmt::format("base offset {} + delta {} overflows int64", h.base_offset, offset_delta));
+  }
+  if ((h.attributes & kLogAppendTimeFlag) != 0) {
+    out.timestamp = h.max_timestamp;
+  } else if (__builtin_add_overflow(h.base_timestamp, timestamp_delta, &out.timestamp)) {
+    rec.fail(DecodeErrorKind::corrupt_records, "record.timestamp_delta",
+             fmt::format("base timestamp {} + delta {} overflows int64", h.base_timestamp,
+                         timestamp_delta));
+  }
   out.key = read_varint_bytes(rec, "record.key");
   out.value = read_varint_bytes(rec, "record.value");
   const std::int32_t headers = rec.read_varint("record.headers");
