@@ -11,19 +11,24 @@ void PeriodicTask::start(SystemTimer& timer, Nanos initial_delay, Nanos period, 
     throw std::invalid_argument(
         fmt::format("PeriodicTask::start: period must be > 0 ns, got {} ns", period.count()));
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  owner_ = &timer;
-  period_ = period;
-  mode_ = mode;
-  stopped_ = false;
-  deadline_ = timer.clock().now() + std::max(initial_delay, Nanos::zero());
-  if (initial_delay > Nanos::zero()) {
-    timer.add_at(TaskRef(this), deadline_);
-    return;
+  Nanos first;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    owner_ = &timer;
+    period_ = period;
+    mode_ = mode;
+    stopped_ = false;
+    deadline_ = timer.clock().now() + std::max(initial_delay, Nanos::zero());
+    first = deadline_;
   }
-  // Due at once: an inline executor runs it on this thread, and run() takes mu_.
-  lock.unlock();
-  timer.add(TaskRef(this), Nanos::zero());
+  // Never under mu_: the executor may run the task at once (an inline one, on this thread), and
+  // run() takes mu_.
+  if (initial_delay > Nanos::zero()) {
+    timer.add_at(TaskRef(this), first);
+  } else {
+    timer.add(TaskRef(this), Nanos::zero());
+  }
+  honour_cancel_during_add();
 }
 
 void PeriodicTask::run() {
@@ -39,20 +44,41 @@ void PeriodicTask::run() {
 }
 
 void PeriodicTask::schedule_next(Nanos finished) {
-  std::lock_guard<std::mutex> guard(mu_);
-  if (stopped_) return;
-  Nanos next = mode_ == Mode::fixed_delay ? finished + period_ : deadline_ + period_;
-  if (mode_ == Mode::fixed_rate && next <= finished) {
-    // Missed deadlines are skipped: jump to the first grid point after the late run ended.
-    const auto missed = (finished - deadline_) / period_;
-    next = deadline_ + (missed + 1) * period_;
+  SystemTimer* timer = nullptr;
+  Nanos next;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (stopped_) return;
+    next = mode_ == Mode::fixed_delay ? finished + period_ : deadline_ + period_;
+    if (mode_ == Mode::fixed_rate && next <= finished) {
+      // Missed deadlines are skipped: jump to the first grid point after the late run ended.
+      const auto missed = (finished - deadline_) / period_;
+      next = deadline_ + (missed + 1) * period_;
+    }
+    deadline_ = next;
+    timer = owner_;
   }
-  deadline_ = next;
+  // Outside mu_, as in start(): if another thread moved the clock past `next` meanwhile, the
+  // executor may run the task right here.
   try {
-    owner_->add_at(TaskRef(this), next);  // next > finished: never runs inline from here
+    timer->add_at(TaskRef(this), next);
   } catch (const TimerRejected&) {
+    std::lock_guard<std::mutex> guard(mu_);
     stopped_ = true;  // the timer is closing or draining: the schedule ends
+    return;
   }
+  honour_cancel_during_add();
+}
+
+void PeriodicTask::honour_cancel_during_add() noexcept {
+  // A cancel() between our check of stopped_ and the add found nothing pending to stop: the add
+  // must not outlive it. cancel() again now that the task is scheduled.
+  bool stopped = false;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    stopped = stopped_;
+  }
+  if (stopped) (void)cancel();
 }
 
 void PeriodicTask::on_cancel() noexcept {

@@ -54,6 +54,7 @@ class PeriodicTask : public TimerTask {
   void run() final;
   void on_cancel() noexcept final;
   void schedule_next(Nanos finished);
+  void honour_cancel_during_add() noexcept;
 
   std::mutex mu_;                 // orders cancel() against the re-add at the end of a run
   bool stopped_ = true;           // guarded by mu_
