@@ -15,7 +15,6 @@ import math
 import os
 import re
 import select
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_e2e import CLIENT_TIMEOUT_S, START_TIMEOUT_S, Failure, check, kcat  # noqa: E402
+from broker_e2e import (  # noqa: E402
+    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, kcat)
 
 NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
@@ -159,8 +159,8 @@ def value(samples, name, **labels):
     return samples[key]
 
 
-class MetricsBroker:
-    """demo_broker with --metrics on free loopback ports, stopped by its own PID."""
+class MetricsBroker(Broker):
+    """demo_broker with --metrics on free loopback ports; log() and stop() are Broker's."""
 
     def __init__(self, binary, workdir):
         self.log_path = os.path.join(workdir, "broker.log")
@@ -188,25 +188,6 @@ class MetricsBroker:
             raise Failure(f"the broker did not report both ports (got {text!r})")
         self.bootstrap = f"127.0.0.1:{listen.group(1)}"
         self.metrics_url = f"http://127.0.0.1:{metrics.group(1)}/metrics"
-
-    def log(self):
-        if not self._log.closed:
-            self._log.flush()
-        with open(self.log_path) as f:
-            return f.read()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise Failure("the broker did not stop within 60 s of SIGTERM")
-        if not self._log.closed:
-            self._log.close()
-        return rc
 
 
 def scrape(url):
