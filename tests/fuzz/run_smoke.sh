@@ -2,7 +2,7 @@
 # Runs every fuzz target for SECONDS (default 60) on a scratch copy of its seed corpus (the
 # committed corpus is never written), one target at a time, at low priority. Exits non-zero if
 # any target crashes, leaks, breaks a model invariant or is missing.
-#   tests/fuzz/run_smoke.sh build/h-fuzz 60
+#   tests/fuzz/run_smoke.sh build/fuzz 60
 set -euo pipefail
 
 if [[ $# -lt 1 || $# -gt 2 ]]; then
