@@ -15,6 +15,10 @@
 // Workloads (the argument is the number of pending tasks):
 //   AddCancel   `pending` tasks wait 0..60 s out (set up untimed). Each iteration schedules one
 //               more task 0..60 s out and cancels it: a request whose timeout is met.
+//   AddAtCancel the same with absolute deadlines, as a server computes them from a time it read
+//               once (when the request arrived, or once per event-loop pass: here once per round
+//               of kRound iterations, for every implementation): Wheel add_at(), Asio
+//               expires_at(), the others their deadline directly. No clock read per add.
 //   AddExpire   each iteration schedules `pending` tasks 0..100 ms out (timed), sleeps until all
 //               are due (untimed), then expires and runs them all (timed). Time per item = its
 //               share of the adds and of the expiry, including any cascade between wheel levels.
@@ -117,6 +121,7 @@ class WheelImpl {
       tasks_.push_back(purgatory::make_task<Task>());
   }
   void add(std::size_t i, Nanos delay) { timer_.add(tasks_[i], delay); }
+  void add_at(std::size_t i, std::int64_t deadline) { timer_.add_at(tasks_[i], Nanos{deadline}); }
   bool cancel(std::size_t i) { return tasks_[i]->cancel(); }
   bool reschedule(std::size_t i, Nanos delay) { return timer_.reschedule(*tasks_[i], delay); }
   void expire_due() { timer_.advance_clock(Nanos{0}); }
@@ -151,6 +156,13 @@ class AsioImpl {
   }
   void add(std::size_t i, Nanos delay) {
     timers_[i].expires_after(delay);
+    wait(i);
+  }
+  void add_at(std::size_t i, std::int64_t deadline) {
+    timers_[i].expires_at(std::chrono::steady_clock::time_point(Nanos{deadline}));
+    wait(i);
+  }
+  void wait(std::size_t i) {
     timers_[i].async_wait([this, i](const boost::system::error_code& ec) {
       if (ec) {
         ++aborted_;
@@ -203,10 +215,11 @@ class AsioImpl {
 class MultimapImpl {
  public:
   explicit MultimapImpl(std::size_t n) : tasks_(n) {}
-  void add(std::size_t i, Nanos delay) {
+  void add(std::size_t i, Nanos delay) { add_at(i, now_ns() + delay.count()); }
+  void add_at(std::size_t i, std::int64_t deadline) {
     Task& t = tasks_[i];
     if (t.scheduled) queue_.erase(t.pos);
-    t.pos = queue_.emplace(now_ns() + delay.count(), &t);
+    t.pos = queue_.emplace(deadline, &t);
     t.scheduled = true;
   }
   bool cancel(std::size_t i) {
@@ -246,12 +259,13 @@ class MultimapImpl {
 class HeapImpl {
  public:
   explicit HeapImpl(std::size_t n) : tasks_(n) { heap_.reserve(n); }
-  void add(std::size_t i, Nanos delay) {
+  void add(std::size_t i, Nanos delay) { add_at(i, now_ns() + delay.count()); }
+  void add_at(std::size_t i, std::int64_t deadline) {
     Task& t = tasks_[i];
     if (t.scheduled) ++dead_;  // its old entry becomes a tombstone
     t.scheduled = true;
     ++t.generation;
-    heap_.push_back(Entry{now_ns() + delay.count(), &t, t.generation});
+    heap_.push_back(Entry{deadline, &t, t.generation});
     std::push_heap(heap_.begin(), heap_.end(), Later{});
   }
   bool cancel(std::size_t i) {
@@ -321,7 +335,8 @@ void schedule_pending(Impl& impl, std::size_t pending, Nanos span) {
     impl.add(i, delays[i]);
 }
 
-template <class Impl>
+// kAbsolute: AddAtCancel (deadlines from a time read once per round), else AddCancel.
+template <class Impl, bool kAbsolute = false>
 void add_cancel(benchmark::State& state) {
   const auto pending = static_cast<std::size_t>(state.range(0));
   Impl impl(pending + 1);
@@ -330,8 +345,15 @@ void add_cancel(benchmark::State& state) {
   const auto delays = random_delays(kTableSize, kCancelSpan);
   std::size_t next = 0;
   std::uint64_t cancelled = 0;
+  std::int64_t round_now = 0;
   auto body = [&] {
-    impl.add(probe, delays[next++ & (kTableSize - 1)]);
+    const Nanos delay = delays[next++ & (kTableSize - 1)];
+    if constexpr (kAbsolute) {
+      if ((next & (kRound - 1)) == 1) round_now = now_ns();
+      impl.add_at(probe, round_now + delay.count());
+    } else {
+      impl.add(probe, delay);
+    }
     cancelled += impl.cancel(probe) ? 1 : 0;
   };
   impl.loop(state, body);
@@ -415,6 +437,10 @@ void cancel_sizes(benchmark::internal::Benchmark* b) {
     add_cancel<Impl>(state);                                                                  \
   }                                                                                           \
   BENCHMARK(BM_##Name##_AddCancel)->Apply(cancel_sizes);                                      \
+  void BM_##Name##_AddAtCancel(benchmark::State& state) {                                     \
+    add_cancel<Impl, /*kAbsolute=*/true>(state);                                              \
+  }                                                                                           \
+  BENCHMARK(BM_##Name##_AddAtCancel)->Apply(cancel_sizes);                                    \
   void BM_##Name##_AddExpire(benchmark::State& state) {                                       \
     add_expire<Impl>(state);                                                                  \
   }                                                                                           \

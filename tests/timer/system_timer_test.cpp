@@ -136,6 +136,54 @@ TEST_CASE("SystemTimer: cancel() reports whether it stopped the run") {
   CHECK_FALSE(task->cancel());  // it ran
 }
 
+// The task's reference count shares an atomic word with its scheduling state: every transition
+// must keep the count right, or a task leaks or is freed under the timer.
+TEST_CASE("SystemTimer: the timer holds one reference exactly while a task is pending") {
+  ManualTimer m;
+  int destroyed = 0;
+  struct Tracked : CountingTask {
+    explicit Tracked(int& d) : destroyed(d) {}
+    ~Tracked() override { ++destroyed; }
+    int& destroyed;
+  };
+  auto task = purgatory::make_task<Tracked>(destroyed);
+  CHECK(task->use_count() == 1);
+  m.timer.add(task, 10ms);
+  CHECK(task->use_count() == 2);
+  m.timer.add(task, 20ms);  // moved: still one reference for the timer
+  CHECK(task->use_count() == 2);
+  CHECK(task->cancel());
+  CHECK(task->use_count() == 1);
+  m.timer.add(task, 5ms);
+  m.advance(5ms);  // expired and run: the run's reference is gone with it
+  CHECK(task->runs == 1);
+  CHECK(task->use_count() == 1);
+  m.timer.add(task, 5ms);
+  auto handed_back = m.timer.close();  // close() passes the timer's reference on
+  REQUIRE(handed_back.size() == 1);
+  CHECK(task->use_count() == 2);
+  handed_back.clear();
+  CHECK(task->use_count() == 1);
+  CHECK(destroyed == 0);
+
+  // Fire and forget: the timer's reference is the last one, dropped by cancel() or by the run.
+  ManualTimer n;
+  n.timer.add(purgatory::make_task<Tracked>(destroyed), 10ms);
+  n.advance(10ms);
+  CHECK(destroyed == 1);
+  Tracked* raw = nullptr;
+  {
+    auto t = purgatory::make_task<Tracked>(destroyed);
+    raw = t.get();
+    n.timer.add(t, 10ms);
+  }
+  CHECK(destroyed == 1);
+  CHECK(raw->cancel());  // drops the last reference: destroyed inside cancel()
+  CHECK(destroyed == 2);
+  task.reset();
+  CHECK(destroyed == 3);
+}
+
 TEST_CASE("SystemTimer: cancel() from inside the task's own run returns false") {
   ManualTimer m;
   bool cancelled = true;

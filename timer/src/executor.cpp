@@ -7,15 +7,26 @@
 
 namespace purgatory {
 
+bool ExpiredBatch::claim(TimerTask& task, std::uint32_t ticket) noexcept {
+  std::uint64_t w = task.word_.load(std::memory_order_acquire);
+  while (TimerTask::state_of(w) == ticket) {  // the count may change meanwhile; the state not
+    if (task.word_.compare_exchange_weak(
+            w,
+            TimerTask::make_word(TimerTask::with_phase(ticket, TimerTask::kIdle),
+                                 TimerTask::refs_of(w)),
+            std::memory_order_acq_rel)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void ExpiredBatch::run_all() noexcept {
   for (Job& job : jobs_) {
     TimerTask& task = *job.task;
     // Claim the run: only the batch issued for the task's current queued state may start it. A
     // cancel() or re-add in between changed the state, and then the run is withdrawn.
-    std::uint32_t expected = job.ticket;
-    if (task.state_.compare_exchange_strong(expected,
-                                            TimerTask::with_phase(job.ticket, TimerTask::kIdle),
-                                            std::memory_order_acq_rel)) {
+    if (claim(task, job.ticket)) {
       try {
         task.run();
       } catch (...) {

@@ -53,20 +53,23 @@ constexpr std::uint32_t next_ticket(std::uint32_t state, std::uint32_t queued) n
 
 bool TimerTask::cancel() noexcept {
   on_cancel();
-  std::uint32_t s = state_.load(std::memory_order_acquire);
+  std::uint64_t w = word_.load(std::memory_order_acquire);
   for (;;) {
+    const std::uint32_t s = state_of(w);
     switch (phase_of(s)) {
       case kIdle:
         return false;
       case kQueued:
         // Expired but not started: withdrawing it races only with the job's own claim (a CAS).
-        if (state_.compare_exchange_weak(s, with_phase(s, kIdle), std::memory_order_acq_rel)) {
+        // The job keeps its reference and drops it when it finds the run withdrawn.
+        if (word_.compare_exchange_weak(w, make_word(with_phase(s, kIdle), refs_of(w)),
+                                        std::memory_order_acq_rel)) {
           return true;
         }
         break;
       default:  // kScheduled: only the owning timer, under its lock, may unlink it.
         if (timer_.load(std::memory_order_acquire)->cancel_scheduled(*this)) return true;
-        s = state_.load(std::memory_order_acquire);
+        w = word_.load(std::memory_order_acquire);
         break;
     }
   }
@@ -157,7 +160,8 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
           fmt::format("SystemTimer '{}': deadline {} ns is more than the maximum delay after now",
                       name_, expiration));
     }
-    std::uint32_t s = t.state_.load(std::memory_order_acquire);
+    std::uint64_t w = t.word_.load(std::memory_order_acquire);
+    std::uint32_t s = TimerTask::state_of(w);
     if (TimerTask::phase_of(s) != TimerTask::kIdle &&
         t.timer_.load(std::memory_order_relaxed) != this) {
       throw std::invalid_argument(
@@ -173,25 +177,27 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
     // Publish the owner before any phase that makes cancel() look at it (kScheduled): a cancel()
     // on another thread that sees the new phase must find this timer, never a stale or null one.
     t.timer_.store(this, std::memory_order_release);
-    // Take the task out of wherever it is; remember whether the wheel's reference comes with it.
-    bool have_ref = false;
+    // Take the task out of wherever it is. A scheduled task keeps the wheel's reference; any
+    // other becomes scheduled and gains it in the same atomic step.
     for (;;) {
       const std::uint32_t phase = TimerTask::phase_of(s);
       if (phase == TimerTask::kScheduled) {  // stable: only mu_ holders change it
         TimingWheel::remove(t);
         --pending_;
-        have_ref = true;
         break;
       }
       if (phase == TimerTask::kIdle && only_if_pending) return false;  // its run just started
       // Idle, or queued (withdraw that run: its job keeps its own reference and will skip).
       // The CAS makes us the owner against a concurrent cancel(), a job's claim, or another timer.
-      if (t.state_.compare_exchange_weak(s, TimerTask::with_phase(s, TimerTask::kScheduled),
-                                         std::memory_order_acq_rel)) {
+      if (t.word_.compare_exchange_weak(
+              w,
+              TimerTask::make_word(TimerTask::with_phase(s, TimerTask::kScheduled),
+                                   TimerTask::refs_of(w) + 1),
+              std::memory_order_acq_rel)) {
         break;
       }
+      s = TimerTask::state_of(w);
     }
-    if (!have_ref) intrusive_ptr_add_ref(&t);
     if (pending_ == 0) {  // empty wheel: catch up with the clock, for free
       wheel_.advance_clock(now != kUnknownNow ? now : clock_->now().count());
     }
@@ -211,9 +217,11 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
 }
 
 void SystemTimer::queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept {
-  const std::uint32_t ticket =
-      next_ticket(task.state_.load(std::memory_order_relaxed), TimerTask::kQueued);
-  task.state_.store(ticket, std::memory_order_release);
+  // Scheduled, so the state is ours (mu_); only the count may move under us. The wheel's
+  // reference passes to the job.
+  const std::uint32_t s = task.state();
+  const std::uint32_t ticket = next_ticket(s, TimerTask::kQueued);
+  task.word_.fetch_add(TimerTask::state_delta(s, ticket), std::memory_order_acq_rel);
   if (batch.jobs_.empty()) {
     batch.jobs_.reserve(kMaxBatch);
     batch.on_error_ = on_error_;
@@ -222,18 +230,22 @@ void SystemTimer::queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept {
 }
 
 bool SystemTimer::cancel_scheduled(TimerTask& task) noexcept {
+  std::uint64_t before = 0;
   {
     std::lock_guard<std::mutex> guard(mu_);
-    const std::uint32_t s = task.state_.load(std::memory_order_acquire);
+    const std::uint32_t s = task.state();
     if (TimerTask::phase_of(s) != TimerTask::kScheduled ||
         task.timer_.load(std::memory_order_relaxed) != this) {
       return false;
     }
     TimingWheel::remove(task);
     --pending_;
-    task.state_.store(TimerTask::with_phase(s, TimerTask::kIdle), std::memory_order_release);
+    // Idle, and the wheel's reference dropped, in one step.
+    before = task.word_.fetch_sub(
+        TimerTask::state_delta(TimerTask::with_phase(s, TimerTask::kIdle), s) + TimerTask::kOneRef,
+        std::memory_order_acq_rel);
   }
-  intrusive_ptr_release(&task);  // the wheel's reference; may destroy the task
+  if (TimerTask::refs_of(before) == 1) delete &task;  // that was the last reference
   return true;
 }
 
@@ -360,8 +372,9 @@ std::vector<TaskRef> SystemTimer::close() {
     closed_ = true;
     handed_back.reserve(pending_);
     wheel_.drain([&](TimerTask& t) {
-      const std::uint32_t s = t.state_.load(std::memory_order_relaxed);
-      t.state_.store(TimerTask::with_phase(s, TimerTask::kIdle), std::memory_order_release);
+      const std::uint32_t s = t.state();
+      t.word_.fetch_add(TimerTask::state_delta(s, TimerTask::with_phase(s, TimerTask::kIdle)),
+                        std::memory_order_acq_rel);
       handed_back.emplace_back(&t, /*add_ref=*/false);  // adopt the wheel's reference
     });
     pending_ = 0;

@@ -55,6 +55,8 @@ class ExpiredBatch {
     TaskRef task;
     std::uint32_t ticket;  // the task's state when this run was issued
   };
+  // Moves the task from `ticket` to idle, the start of its run; false if the run was withdrawn.
+  static bool claim(TimerTask& task, std::uint32_t ticket) noexcept;
   std::vector<Job> jobs_;
   std::shared_ptr<const TaskErrorHandler> on_error_;
 };

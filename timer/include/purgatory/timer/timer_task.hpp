@@ -9,6 +9,9 @@
 // Tasks are reference counted (boost::intrusive_ptr): the timer holds a reference while the
 // task is scheduled or waiting for its executor, so a caller may drop its own reference right
 // after add() ("fire and forget"), and a running task is never destroyed under the executor.
+// The count shares one atomic word with the task's scheduling state, so that add() (state to
+// scheduled, plus the timer's reference) and cancel() (state to idle, minus it) are one atomic
+// operation each instead of two: the add+cancel path is made of little else.
 //
 // Two ways to write one:
 //   class Flush : public purgatory::TimerTask { void run() override { ... } };
@@ -23,7 +26,6 @@
 
 #include <boost/intrusive/list_hook.hpp>
 #include <boost/smart_ptr/intrusive_ptr.hpp>
-#include <boost/smart_ptr/intrusive_ref_counter.hpp>
 
 namespace purgatory {
 
@@ -34,7 +36,7 @@ class ExpiredBatch;
 
 // Thread-safe: cancel() and is_pending() may be called from any thread, including from the task's
 // own run(). A task belongs to at most one timer at a time.
-class TimerTask : public boost::intrusive_ref_counter<TimerTask, boost::thread_safe_counter> {
+class TimerTask {
  public:
   TimerTask() = default;
   TimerTask(const TimerTask&) = delete;
@@ -48,8 +50,19 @@ class TimerTask : public boost::intrusive_ref_counter<TimerTask, boost::thread_s
   bool cancel() noexcept;
 
   // True from add() until the run starts, is cancelled, or is handed back by close().
-  [[nodiscard]] bool is_pending() const noexcept {
-    return phase_of(state_.load(std::memory_order_acquire)) != kIdle;
+  [[nodiscard]] bool is_pending() const noexcept { return phase_of(state()) != kIdle; }
+
+  // References held (by boost::intrusive_ptr), the timer's included. For tests and diagnostics.
+  [[nodiscard]] std::uint32_t use_count() const noexcept {
+    return refs_of(word_.load(std::memory_order_relaxed));
+  }
+
+  // boost::intrusive_ptr's hooks (found by argument-dependent lookup for every derived class).
+  friend void intrusive_ptr_add_ref(const TimerTask* task) noexcept {
+    task->word_.fetch_add(kOneRef, std::memory_order_relaxed);
+  }
+  friend void intrusive_ptr_release(const TimerTask* task) noexcept {
+    if (refs_of(task->word_.fetch_sub(kOneRef, std::memory_order_acq_rel)) == 1) delete task;
   }
 
  protected:
@@ -67,7 +80,7 @@ class TimerTask : public boost::intrusive_ref_counter<TimerTask, boost::thread_s
   friend class TimingWheel;
   friend class ExpiredBatch;
 
-  // state_ = (sequence << 2) | phase. The sequence grows each time the task is handed to an
+  // The state = (sequence << 2) | phase. The sequence grows each time the task is handed to an
   // executor, so a stale ExpiredTask can never claim a later run (no ABA).
   static constexpr std::uint32_t kIdle = 0;       // not in any timer
   static constexpr std::uint32_t kScheduled = 1;  // linked in a bucket of timer_
@@ -77,12 +90,32 @@ class TimerTask : public boost::intrusive_ref_counter<TimerTask, boost::thread_s
     return (s & ~3U) | p;
   }
 
+  // word_ = (state << 32) | references. The state sits in the high half so that a change of
+  // state is an addition of (new - old) << 32 that wraps modulo 2^32 without touching the count.
+  static constexpr std::uint64_t kOneRef = 1;
+  static constexpr std::uint32_t state_of(std::uint64_t w) noexcept {
+    return static_cast<std::uint32_t>(w >> 32);
+  }
+  static constexpr std::uint32_t refs_of(std::uint64_t w) noexcept {
+    return static_cast<std::uint32_t>(w);
+  }
+  static constexpr std::uint64_t make_word(std::uint32_t state, std::uint32_t refs) noexcept {
+    return (std::uint64_t{state} << 32) | refs;
+  }
+  // What to add to word_ to move the state from `from` to `to`, references unchanged.
+  static constexpr std::uint64_t state_delta(std::uint32_t from, std::uint32_t to) noexcept {
+    return std::uint64_t{static_cast<std::uint32_t>(to - from)} << 32;
+  }
+  [[nodiscard]] std::uint32_t state() const noexcept {
+    return state_of(word_.load(std::memory_order_acquire));
+  }
+
   // auto_unlink: a bucket is striped over several lists and a task unlinks itself from whichever
   // it is in, without knowing which.
   using Hook = boost::intrusive::list_member_hook<
       boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 
-  std::atomic<std::uint32_t> state_{kIdle};
+  mutable std::atomic<std::uint64_t> word_{make_word(kIdle, 0)};
   Hook hook_;                                 // guarded by timer_->mu_ (or the owner of list_)
   std::int64_t expiration_ = 0;               // wheel time of the run; guarded like hook_
   TimerTaskList* list_ = nullptr;             // bucket holding the task; guarded like hook_
