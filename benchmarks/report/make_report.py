@@ -5,8 +5,8 @@ scripts/bench-report keeps in build/release/bench-report/. Python standard libra
 Inputs in --dir: timer_bench.json (Google Benchmark JSON, aggregates of repetitions),
 purgatory_<rate>.txt (purgatory_bench --impl=both output), purgatory_null_<rate>.txt
 (--impl=null, the harness alone), commands.txt, elapsed.txt.
-Outputs: --doc, and in --dir timer_addcancel.dat, timer_addexpire.dat, purgatory.dat for
-plots.gp next to this file."""
+Outputs: --doc, and in --dir timer_addcancel.dat, timer_addatcancel.dat, timer_addexpire.dat,
+purgatory.dat for plots.gp next to this file."""
 
 import argparse
 import json
@@ -16,7 +16,7 @@ import re
 import subprocess
 
 IMPLS = ["Wheel", "AsioSteadyTimer", "StdMultimap", "HeapLazyCancel"]
-WORKLOADS = ["AddCancel", "AddExpire"]
+WORKLOADS = ["AddCancel", "AddAtCancel", "AddExpire"]
 MOVES = ["Readd", "Reschedule", "CancelAdd"]
 
 
@@ -218,6 +218,9 @@ def main():
     desc = {
         "AddCancel": "Schedule one task 0..60 s out and cancel it, with `pending` tasks already "
                      "waiting: a request whose condition is met before its timeout.",
+        "AddAtCancel": "AddCancel with absolute deadlines from a time read once per round of 32 "
+                       "(Wheel `add_at`, Asio `expires_at`): the same work without the clock read "
+                       "per add.",
         "AddExpire": "Schedule `pending` tasks 0..100 ms out, then expire and run them all: the "
                      "cost per task of the adds plus its share of the expiry (and of any cascade).",
     }

@@ -18,10 +18,12 @@ set xlabel 'pending tasks (log scale)'
 set ylabel 'ns of CPU per task, median (log scale)'
 
 load sprintf('%s/ranges.gp', dir)
-do for [wl in 'addcancel addexpire'] {
+do for [wl in 'addcancel addatcancel addexpire'] {
   set output sprintf('%s/timer_%s.png', img, wl)
   set title sprintf('timer\_bench %s: cost per task against pending tasks', \
-                    wl eq 'addcancel' ? 'AddCancel (add, then cancel)' : 'AddExpire (add, then expire and run)')
+                    wl eq 'addcancel' ? 'AddCancel (add, then cancel)' : \
+                    wl eq 'addatcancel' ? 'AddAtCancel (add at an absolute deadline, then cancel)' : \
+                    'AddExpire (add, then expire and run)')
   # A third of a decade of room around the data (ranges.gp, from make_report.py), so no point
   # sits on a border.
   set yrange [value('lo_'.wl) / 1.5 : value('hi_'.wl) * 1.5]
