@@ -4,11 +4,25 @@
 // of --key-space-size and draws a completion latency from a log-normal distribution given by its
 // median (--pct50) and 75th percentile (--pct75). A request whose latency is below --timeout is
 // completed at that time by a completer thread (force_complete, as Kafka's harness does); the
-// others expire. Prints the achieved rate, the process CPU time, the peak RSS, the purgatory size
-// over time and the completion and expiry latency percentiles.
+// others expire. Prints the achieved rate, the process CPU time, the peak RSS and the completion
+// and expiry latency percentiles, and every --sample seconds a line with the purgatory size, the
+// requests arrived and resolved (completed or expired) so far and the current RSS (VmRSS).
 //
 //   purgatory_bench --impl=both --num 1000000 --rate 100000 --pct50 20 --pct75 50
 //                   --timeout 100 --keys 3 --key-space-size 1000   (one command line)
+//
+// Soak: --duration S runs at --rate for S seconds instead of --num requests, then prints a summary
+// (RSS after the warm-up, the first sample at or after min(60 s, 10% of S), against RSS at the end
+// of the arrivals; purgatory size; every request resolved exactly once) and `soak: PASS` or
+// `soak: FAIL (reason)`, exiting 1 on failure: when a request is not resolved exactly once, one
+// completes early, the backlog does not drain within 60 s, or RSS at the end exceeds RSS after
+// the warm-up by more than 10% + 1 MiB. `--soak` is the preset for the reliability figures:
+//
+//   purgatory_bench --soak    (= --impl=ours --duration 600 --rate 100000 --sample 10, with the
+//                              default latency mix; any of these given explicitly wins)
+//
+// --csv FILE also writes the samples as time_s,arrived,resolved,pending,rss_mib,watched,impl
+// (pending is the purgatory's delayed operations, watched its watch-list entries).
 //
 // --impl=naive is the purgatory written the obvious way: one mutex, an unordered_multimap from key
 // to operation, one boost::asio::steady_timer per operation on an io_context run by one thread.
@@ -66,7 +80,15 @@ struct Config {
   double sample_s = 1.0;
   std::string impl = "ours";
   std::string executor = "inline";
+  double duration_s = 0;  // > 0: arrivals for this long instead of `num` requests (a soak)
+  std::string csv;
 };
+
+// A soak fails when RSS at the end of the arrivals exceeds RSS after the warm-up by more than this.
+constexpr double kRssGrowthLimit = 0.10;
+constexpr double kRssSlackMiB = 1.0;
+// A soak's backlog must drain within this after the last arrival.
+constexpr auto kDrainLimit = std::chrono::seconds(60);
 
 // What every run measures; shared by the implementation's callbacks.
 struct Stats {
@@ -92,6 +114,10 @@ long status_kib(const char* field) {
     if (line.rfind(prefix, 0) == 0) return std::stol(line.substr(prefix.size()));
   }
   return -1;
+}
+
+double rss_mib() {
+  return static_cast<double>(status_kib("VmRSS")) / 1024.0;
 }
 
 // Resets VmHWM so that each implementation's peak is its own.
@@ -357,7 +383,99 @@ struct Result {
   double elapsed_s = 0;
   double achieved_rate = 0;
   long peak_rss_kib = 0;
+  std::string soak_failure;  // why a timed run failed its soak checks; empty if it passed
 };
+
+// One line of the sampler's output.
+struct Sample {
+  double t_s = 0;
+  long arrived = 0;
+  long resolved = 0;
+  std::size_t watched = 0;
+  std::size_t delayed = 0;
+  double rss_mib = 0;
+  bool under_load = false;  // taken before the last arrival
+};
+
+// What a timed run checks at its end, from its samples and counters.
+struct SoakEnd {
+  long arrived = 0;
+  long resolved = 0;  // after shutdown: every callback has run
+  long completed = 0;
+  long expired = 0;
+  long early = 0;
+  bool drained = false;
+  double end_t_s = 0;  // the last arrival
+  double end_rss_mib = 0;
+};
+
+// Prints the soak summary; returns the reasons it fails, "" if it passes.
+std::string soak_summary(const Config& config, const std::vector<Sample>& samples,
+                         const SoakEnd& end, const Result& result) {
+  std::vector<std::string> failures;
+  if (!end.drained) {
+    failures.push_back(fmt::format("{} requests unresolved {} s after the last arrival",
+                                   end.arrived - end.resolved, kDrainLimit.count()));
+  } else if (end.resolved != end.arrived) {
+    failures.push_back(
+        fmt::format("exactly-once: {} resolved for {} arrived", end.resolved, end.arrived));
+  }
+  if (end.early != 0) failures.push_back(fmt::format("{} completed early", end.early));
+
+  const double warmup_s = std::min(60.0, 0.1 * config.duration_s);
+  const Sample* warm = nullptr;
+  double max_rss = end.end_rss_mib;
+  std::size_t max_watched = 0;
+  std::size_t max_delayed = 0;
+  double sum_watched = 0;
+  double sum_delayed = 0;
+  int loaded = 0;
+  for (const Sample& s : samples) {
+    max_rss = std::max(max_rss, s.rss_mib);
+    max_watched = std::max(max_watched, s.watched);
+    max_delayed = std::max(max_delayed, s.delayed);
+    if (!s.under_load) continue;
+    if (warm == nullptr && s.t_s >= warmup_s) warm = &s;
+    sum_watched += static_cast<double>(s.watched);
+    sum_delayed += static_cast<double>(s.delayed);
+    ++loaded;
+  }
+
+  fmt::print("  soak summary:\n");
+  fmt::print("    requests: {} arrived, {} resolved ({} completed, {} expired), {} early\n",
+             end.arrived, end.resolved, end.completed, end.expired, end.early);
+  if (warm != nullptr) {
+    fmt::print(
+        "    RSS: {:.1f} MiB after warm-up (t={:.0f} s), {:.1f} MiB at end (t={:.0f} s), "
+        "max {:.1f} MiB\n",
+        warm->rss_mib, warm->t_s, end.end_rss_mib, end.end_t_s, max_rss);
+    const double limit = warm->rss_mib * (1.0 + kRssGrowthLimit) + kRssSlackMiB;
+    if (end.end_rss_mib > limit) {
+      failures.push_back(fmt::format(
+          "RSS grew from {:.1f} MiB after warm-up to {:.1f} MiB at end, limit {:.1f} MiB",
+          warm->rss_mib, end.end_rss_mib, limit));
+    }
+  } else {
+    fmt::print("    RSS: {:.1f} MiB at end (t={:.0f} s), max {:.1f} MiB\n", end.end_rss_mib,
+               end.end_t_s, max_rss);
+    failures.push_back(fmt::format("no sample under load after the {:g} s warm-up (--sample {})",
+                                   warmup_s, config.sample_s));
+  }
+  if (loaded > 0) {
+    fmt::print(
+        "    purgatory size: max watched {} delayed {}, mean watched {:.0f} delayed {:.0f} "
+        "({} samples under load)\n",
+        max_watched, max_delayed, sum_watched / loaded, sum_delayed / loaded, loaded);
+  }
+  fmt::print("    rate {:.0f}/s (target {:.0f}/s), CPU {:.2f} s ({:.0f}% of one core)\n",
+             result.achieved_rate, config.rate, result.cpu_s,
+             100.0 * result.cpu_s / result.elapsed_s);
+
+  std::string reasons;
+  for (const std::string& f : failures)
+    reasons += (reasons.empty() ? "" : "; ") + f;
+  return reasons;
+}
 
 std::string ms(nanoseconds d) {
   return fmt::format("{:.2f}", static_cast<double>(d.count()) / 1e6);
@@ -370,24 +488,30 @@ void print_latency(const char* what, const LatencyHistogram& h) {
 }
 
 template <class Impl>
-Result run(const Config& config, const char* label) {
+Result run(const Config& config, const char* label, std::FILE* csv) {
+  const bool timed = config.duration_s > 0;
   fmt::print(
-      "== {}: {} requests at {:.0f}/s, latency pct50 {} ms pct75 {} ms, timeout {} ms, "
-      "{} keys of {}\n",
-      label, config.num, config.rate, config.pct50, config.pct75, config.timeout_ms, config.keys,
-      config.key_space);
+      "== {}: {} at {:.0f}/s, latency pct50 {} ms pct75 {} ms, timeout {} ms, {} keys of {}\n",
+      label,
+      timed ? fmt::format("{} s of requests", config.duration_s)
+            : fmt::format("{} requests", config.num),
+      config.rate, config.pct50, config.pct75, config.timeout_ms, config.keys, config.key_space);
   std::fflush(stdout);
   reset_peak_rss();
   Stats stats;
   const double cpu0 = cpu_seconds();
   const auto start = Clock::now();
   Result result;
+  SoakEnd end;
+  std::vector<Sample> samples;  // the sampler's, read once it is joined
   {
     Impl impl(config);
     Completer<typename Impl::Handle, std::function<void(const typename Impl::Handle&)>> completer(
         [&impl](const typename Impl::Handle& h) { impl.complete(h); });
 
     std::atomic<bool> sampling{true};
+    std::atomic<long> arrived{0};  // published by the generator once per batch
+    std::atomic<bool> under_load{true};
     std::thread sampler([&] {
       const auto period =
           duration_cast<nanoseconds>(std::chrono::duration<double>(config.sample_s));
@@ -395,10 +519,25 @@ Result run(const Config& config, const char* label) {
       while (sampling.load()) {
         std::this_thread::sleep_until(std::min(next, Clock::now() + milliseconds(20)));
         if (Clock::now() < next) continue;
-        fmt::print("  t={:6.2f}s purgatory size: watched {} delayed {}\n",
-                   std::chrono::duration<double>(Clock::now() - start).count(), impl.watched(),
-                   impl.delayed());
+        Sample s;
+        s.under_load = under_load.load();
+        s.t_s = std::chrono::duration<double>(Clock::now() - start).count();
+        s.arrived = arrived.load(std::memory_order_relaxed);
+        s.resolved = stats.resolved.load(std::memory_order_relaxed);
+        s.watched = impl.watched();
+        s.delayed = impl.delayed();
+        s.rss_mib = rss_mib();
+        fmt::print(
+            "  t={:6.2f}s purgatory size: watched {} delayed {}, arrived {} resolved {}, RSS "
+            "{:.1f} MiB\n",
+            s.t_s, s.watched, s.delayed, s.arrived, s.resolved, s.rss_mib);
         std::fflush(stdout);
+        if (csv != nullptr) {
+          fmt::print(csv, "{:.2f},{},{},{},{:.2f},{},{}\n", s.t_s, s.arrived, s.resolved, s.delayed,
+                     s.rss_mib, s.watched, label);
+          std::fflush(csv);
+        }
+        samples.push_back(s);
         next += period;
       }
     });
@@ -410,8 +549,10 @@ Result run(const Config& config, const char* label) {
     const nanoseconds timeout = milliseconds(config.timeout_ms);
     std::vector<int> keys(static_cast<std::size_t>(config.keys));
     double arrival_s = 0;
+    long i = 0;
+    const auto more = [&] { return timed ? arrival_s < config.duration_s : i < config.num; };
     auto last_issue = start;
-    for (long i = 0; i < config.num;) {
+    while (more()) {
       // Issue every request due by now in one batch, then sleep until the next one is due: a
       // sleep per request could not sustain 100k/s.
       const auto now = Clock::now();
@@ -423,7 +564,7 @@ Result run(const Config& config, const char* label) {
         std::this_thread::sleep_until(std::max(next_due, now + milliseconds(1)));
         continue;
       }
-      while (i < config.num) {
+      while (more()) {
         const auto due =
             start + duration_cast<nanoseconds>(std::chrono::duration<double>(arrival_s));
         if (due > now) break;
@@ -440,13 +581,25 @@ Result run(const Config& config, const char* label) {
         ++i;
       }
       completer.flush();
+      arrived.store(i, std::memory_order_relaxed);
       last_issue = Clock::now();
     }
     const double issue_s = std::chrono::duration<double>(last_issue - start).count();
-    result.achieved_rate = static_cast<double>(config.num) / issue_s;
+    result.achieved_rate = static_cast<double>(i) / issue_s;
+    end.arrived = i;
+    end.end_t_s = issue_s;
+    end.end_rss_mib = rss_mib();
+    under_load = false;
 
-    while (stats.resolved.load() < config.num)
+    // Without --duration, waits however long the backlog takes (scripts/bench-report bounds it).
+    end.drained = true;
+    while (stats.resolved.load() < i) {
+      if (timed && Clock::now() - last_issue > kDrainLimit) {
+        end.drained = false;
+        break;
+      }
       std::this_thread::sleep_for(milliseconds(1));
+    }
     result.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
     sampling = false;
     sampler.join();
@@ -465,6 +618,13 @@ Result run(const Config& config, const char* label) {
   print_latency("completion lateness", stats.lateness);
   print_latency("expiry", stats.expiry);
   if (stats.early.load() != 0) fmt::print("  ERROR: {} completed early\n", stats.early.load());
+  if (timed) {
+    end.resolved = stats.resolved.load();
+    end.completed = static_cast<long>(stats.completion.count());
+    end.expired = static_cast<long>(stats.expiry.count());
+    end.early = stats.early.load();
+    result.soak_failure = soak_summary(config, samples, end, result);
+  }
   std::fflush(stdout);
   return result;
 }
@@ -474,9 +634,21 @@ Result run(const Config& config, const char* label) {
 int main(int argc, char** argv) {
   Config config;
   CLI::App app{"Purgatory performance (Kafka's TestPurgatoryPerformance)"};
-  app.add_option("--num", config.num, "number of requests")->check(CLI::PositiveNumber);
-  app.add_option("--rate", config.rate, "arrival rate, requests per second (Poisson)")
-      ->check(CLI::PositiveNumber);
+  CLI::Option* num =
+      app.add_option("--num", config.num, "number of requests")->check(CLI::PositiveNumber);
+  CLI::Option* duration =
+      app.add_option("--duration", config.duration_s,
+                     "seconds of arrivals instead of --num requests; ends with a soak verdict")
+          ->check(CLI::PositiveNumber)
+          ->excludes(num);
+  bool soak = false;
+  app.add_flag("--soak", soak,
+               "soak preset: --impl=ours --duration 600 --rate 100000 --sample 10 unless given")
+      ->excludes(num);
+  app.add_option("--csv", config.csv, "also write the samples to this CSV file");
+  CLI::Option* rate =
+      app.add_option("--rate", config.rate, "arrival rate, requests per second (Poisson)")
+          ->check(CLI::PositiveNumber);
   app.add_option("--pct50", config.pct50, "median completion latency, ms (log-normal)")
       ->check(CLI::PositiveNumber);
   app.add_option("--pct75", config.pct75, "75th percentile completion latency, ms")
@@ -487,30 +659,65 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--shards", config.shards, "watch-list shards (ours)")
       ->check(CLI::Range(1, 65536));
-  app.add_option("--sample", config.sample_s, "purgatory size sampling period, s")
-      ->check(CLI::PositiveNumber);
+  CLI::Option* sample =
+      app.add_option("--sample", config.sample_s, "sampling period (purgatory size, RSS), s")
+          ->check(CLI::PositiveNumber);
   app.add_option("--executor", config.executor,
                  "where our expiries run: inline (the reaper thread) or thread (a second one)")
       ->check(CLI::IsMember({"inline", "thread"}));
-  app.add_option("--impl", config.impl, "ours, naive, both, or null (the harness alone)")
-      ->check(CLI::IsMember({"ours", "naive", "both", "null"}));
+  CLI::Option* impl =
+      app.add_option("--impl", config.impl, "ours, naive, both, or null (the harness alone)")
+          ->check(CLI::IsMember({"ours", "naive", "both", "null"}));
   CLI11_PARSE(app, argc, argv);
+  if (soak) {
+    if (impl->count() == 0) config.impl = "ours";
+    if (duration->count() == 0) config.duration_s = 600;
+    if (rate->count() == 0) config.rate = 100'000;
+    if (sample->count() == 0) config.sample_s = 10;
+  }
   if (config.pct75 < config.pct50) {
     fmt::print(stderr, "--pct75 ({}) must not be below --pct50 ({})\n", config.pct75, config.pct50);
     return 1;
   }
 
-  if (config.impl == "ours") {
-    run<Ours>(config, "ours");
-  } else if (config.impl == "naive") {
-    run<Naive>(config, "naive");
-  } else if (config.impl == "null") {
-    run<Null>(config, "null");
-  } else {
-    const Result ours = run<Ours>(config, "ours");
-    const Result naive = run<Naive>(config, "naive");
-    fmt::print("cpu ours {:.2f} s, naive {:.2f} s\n", ours.cpu_s, naive.cpu_s);
-    fmt::print("cpu ratio naive/ours: {:.2f}\n", naive.cpu_s / ours.cpu_s);
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> csv(
+      config.csv.empty() ? nullptr : std::fopen(config.csv.c_str(), "w"), &std::fclose);
+  if (!config.csv.empty()) {
+    if (!csv) {
+      fmt::print(stderr, "--csv: cannot write {}\n", config.csv);
+      return 1;
+    }
+    fmt::print(csv.get(), "time_s,arrived,resolved,pending,rss_mib,watched,impl\n");
   }
-  return 0;
+
+  std::vector<std::pair<std::string, Result>> results;
+  if (config.impl == "ours" || config.impl == "both")
+    results.emplace_back("ours", run<Ours>(config, "ours", csv.get()));
+  if (config.impl == "naive" || config.impl == "both")
+    results.emplace_back("naive", run<Naive>(config, "naive", csv.get()));
+  if (config.impl == "null") results.emplace_back("null", run<Null>(config, "null", csv.get()));
+
+  bool failed = false;
+  if (config.duration_s > 0) {
+    std::string reasons;
+    for (const auto& [label, result] : results) {
+      if (result.soak_failure.empty()) continue;
+      reasons += (reasons.empty() ? "" : "; ") +
+                 (results.size() > 1 ? label + ": " : std::string()) + result.soak_failure;
+    }
+    failed = !reasons.empty();
+    if (failed) {
+      fmt::print("soak: FAIL ({})\n", reasons);
+    } else {
+      fmt::print("soak: PASS\n");
+    }
+  }
+  // Last, as scripts/bench-report and the README read it.
+  if (config.impl == "both") {
+    const double ours = results[0].second.cpu_s;
+    const double naive = results[1].second.cpu_s;
+    fmt::print("cpu ours {:.2f} s, naive {:.2f} s\n", ours, naive);
+    fmt::print("cpu ratio naive/ours: {:.2f}\n", naive / ours);
+  }
+  return failed ? 1 : 0;
 }
