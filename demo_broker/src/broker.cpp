@@ -34,6 +34,10 @@ BrokerConfig checked(BrokerConfig config) {
         fmt::format("max_request_bytes = {} is below the smallest request ({} bytes)",
                     config.max_request_bytes, kMinRequestFrameBytes));
   }
+  if (config.fetch_max_bytes <= 0) {
+    throw std::invalid_argument(fmt::format(
+        "fetch_max_bytes = {}: a Fetch could never return anything", config.fetch_max_bytes));
+  }
   if (config.max_in_flight_per_connection == 0) {
     throw std::invalid_argument("max_in_flight_per_connection = 0: no request could be read");
   }

@@ -114,12 +114,27 @@ void Connection::respond(const ResponseSlot& slot, Bytes frame, std::string_view
   fill(slot, std::move(frame), outcome);
 }
 
-void Connection::respond_nothing(const ResponseSlot& slot, std::string_view outcome) {
-  fill(slot, std::nullopt, outcome);
+void Connection::respond_deferred(const ResponseSlot& slot, std::string outcome,
+                                  ResponseBuilder builder) {
+  fill(slot, Deferred{std::move(builder), std::move(outcome), {}}, {});
 }
 
-void Connection::fill(const ResponseSlot& slot, std::optional<Bytes> frame,
-                      std::string_view outcome) {
+void Connection::respond_nothing(const ResponseSlot& slot, std::string_view outcome) {
+  fill(slot, std::monostate{}, outcome);
+}
+
+void Connection::log_request(const Slot& slot, std::string_view outcome,
+                             std::chrono::steady_clock::duration waited) const {
+  const std::chrono::duration<double, std::milli> ms = waited;
+  broker_.log(fmt::format("conn {} {} [{}] {} v{} corr={}: {} (waited {:.1f} ms)", id_, peer_,
+                          slot.header.client_id.value_or(""), api_key_name(slot.header.api_key),
+                          slot.header.api_version, slot.header.correlation_id, outcome,
+                          ms.count()));
+}
+
+void Connection::fill(const ResponseSlot& slot, Response response, std::string_view outcome) {
+  auto* deferred = std::get_if<Deferred>(&response);
+  if (deferred != nullptr) outcome = deferred->outcome;
   Slot* s = open_ ? find(slot.seq) : nullptr;
   if (s == nullptr || s->ready) {
     if (broker_.verbose()) {
@@ -128,25 +143,60 @@ void Connection::fill(const ResponseSlot& slot, std::optional<Bytes> frame,
     }
     return;
   }
-  if (broker_.verbose()) {
-    const auto waited =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s->received);
-    broker_.log(fmt::format("conn {} {} [{}] {} v{} corr={}: {} (waited {:.1f} ms)", id_, peer_,
-                            s->header.client_id.value_or(""), api_key_name(s->header.api_key),
-                            s->header.api_version, s->header.correlation_id, outcome,
-                            waited.count()));
+  const auto waited = std::chrono::steady_clock::now() - s->received;
+  if (deferred != nullptr) {
+    deferred->waited = waited;  // logged once built, with what it served
+  } else if (broker_.verbose()) {
+    log_request(*s, outcome, waited);
   }
   s->ready = true;
-  s->frame = std::move(frame);
+  s->response = std::move(response);
   s->parked.reset();  // breaks the connection <-> operation cycle
   flush();
+}
+
+std::optional<Bytes> Connection::build(Slot& slot) {
+  Deferred& deferred = std::get<Deferred>(slot.response);
+  std::optional<Bytes> frame;
+  std::string error;
+  try {
+    frame = deferred.builder(deferred.outcome);
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "a non-std exception";
+  }
+  if (frame) {
+    if (broker_.verbose()) log_request(slot, deferred.outcome, deferred.waited);
+    return frame;
+  }
+  // As in Broker::handle_request: that connection pays, the broker goes on.
+  broker_.log(fmt::format("conn {} {}: error building the {} v{} response (corr={}), closing: {}",
+                          id_, peer_, api_key_name(slot.header.api_key), slot.header.api_version,
+                          slot.header.correlation_id, error));
+  close("internal error");
+  return std::nullopt;
 }
 
 void Connection::flush() {
   if (writing_ || !open_) return;
   writing_frames_.clear();
-  while (!slots_.empty() && slots_.front().ready) {
-    if (slots_.front().frame) writing_frames_.push_back(std::move(*slots_.front().frame));
+  std::size_t gathered = 0;
+  while (gathered < kMaxGatherBytes && !slots_.empty() && slots_.front().ready) {
+    Slot& head = slots_.front();
+    if (std::holds_alternative<Deferred>(head.response)) {
+      // Built only now: its turn has come and nothing is being written.
+      std::optional<Bytes> frame = build(head);
+      if (!frame) {
+        writing_frames_.clear();
+        return;  // closed
+      }
+      head.response = std::move(*frame);
+    }
+    if (Bytes* frame = std::get_if<Bytes>(&head.response)) {
+      gathered += frame->size();
+      writing_frames_.push_back(std::move(*frame));
+    }
     slots_.pop_front();
   }
   resume_reading_if_paused();
@@ -179,6 +229,11 @@ void Connection::close(std::string_view reason) {
   std::vector<OperationRef> parked;
   for (Slot& s : slots_) {
     if (s.parked) parked.push_back(std::move(s.parked));
+    const auto* deferred = std::get_if<Deferred>(&s.response);
+    if (deferred != nullptr && broker_.verbose()) {
+      // Its request line was waiting for the build, which will not happen now.
+      log_request(s, deferred->outcome + "; nothing written", deferred->waited);
+    }
   }
   slots_.clear();
   if (broker_.verbose()) {

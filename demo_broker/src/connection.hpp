@@ -7,9 +7,19 @@
 // Fetch parked for 5 s holds back the responses of the requests read after it on the same
 // connection, exactly like a Kafka broker (which reads one request per connection at a time).
 //
+// Memory: a slot holds a finished frame (the small responses: Produce, Metadata, ...), no response
+// (Produce acks=0), or a builder (Fetch). A builder is turned into bytes only when its slot is at
+// the head of the queue and no write is in flight, and one write gathers frames only until they
+// pass kMaxGatherBytes. So the fetch responses a connection holds in memory are those of the one
+// write in flight: frames adding up to less than kMaxGatherBytes, plus the one that passed it. A
+// client that pipelines 64 Fetches of a 24 MiB log and never reads costs one response, not 64. The
+// builder reads the log as it is when it runs; see DelayedFetch for why that is still the answer
+// Kafka would give.
+//
 // Disconnects: on EOF or any socket error the connection closes once: it force-completes the
 // operations still parked for it (they see is_open() == false and write nothing), drops its
-// queue, and the Broker forgets it. A frame that cannot be decoded closes it too, with a log line.
+// queue (builders never run), and the Broker forgets it. A frame that cannot be decoded closes it
+// too, with a log line, and so does a builder that throws.
 #pragma once
 
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
@@ -19,10 +29,12 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -43,6 +55,12 @@ struct ResponseSlot {
   std::int16_t version = 0;
   std::int32_t correlation_id = 0;
 };
+
+// A response encoded only when its turn to be written comes (Connection::respond_deferred). Builds
+// the whole frame from the broker's state as it is when called, and appends to `outcome` what it
+// served (for the request log line). Called at most once, on the io thread, from inside
+// Connection; it must not call back into that connection. May throw: the connection is closed.
+using ResponseBuilder = std::function<Bytes(std::string& outcome)>;
 
 // Call only from the broker's io thread.
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -66,25 +84,47 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Fills the slot with a complete response frame; `outcome` is for the request log line. A
   // closed connection drops it.
   void respond(const ResponseSlot& slot, Bytes frame, std::string_view outcome);
+  // Fills the slot with a response built later, by `builder`, once every response before it has
+  // been written and no write is in flight; `outcome` starts its request log line, which is
+  // written then. A closed connection drops it without calling `builder`.
+  void respond_deferred(const ResponseSlot& slot, std::string outcome, ResponseBuilder builder);
   // Fills the slot with no response at all (a Produce with acks=0).
   void respond_nothing(const ResponseSlot& slot, std::string_view outcome);
 
  private:
+  // One write gathers the frames ready at the head of the queue until they pass this many bytes
+  // (at least one frame, however big), so it never builds many large fetch responses at once.
+  static constexpr std::size_t kMaxGatherBytes = 1024 * 1024;
+
+  // A deferred response waiting for its turn, and the start of its request log line.
+  struct Deferred {
+    ResponseBuilder builder;
+    std::string outcome;
+    std::chrono::steady_clock::duration waited{};  // from read to filled, as for the others
+  };
+  // No response (acks=0), a finished frame, or one to build when its turn comes.
+  using Response = std::variant<std::monostate, Bytes, Deferred>;
+
   struct Slot {
     std::uint64_t seq = 0;
     RequestHeader header;
     std::chrono::steady_clock::time_point received;
     bool ready = false;
-    std::optional<Bytes> frame;
+    Response response;
     OperationRef parked;
   };
 
   void read_size();
   void on_size(const boost::system::error_code& ec);
   void on_payload(const boost::system::error_code& ec);
-  void fill(const ResponseSlot& slot, std::optional<Bytes> frame, std::string_view outcome);
-  // Writes the filled slots at the head of the queue, unless a write is in flight.
+  void fill(const ResponseSlot& slot, Response response, std::string_view outcome);
+  // Writes the filled slots at the head of the queue, unless a write is in flight: up to
+  // kMaxGatherBytes of them in one async_write, building deferred responses on the way.
   void flush();
+  // Runs the head slot's builder; nullopt when it threw (the connection is closed then).
+  std::optional<Bytes> build(Slot& slot);
+  void log_request(const Slot& slot, std::string_view outcome,
+                   std::chrono::steady_clock::duration waited) const;
   void resume_reading_if_paused();
   [[nodiscard]] Slot* find(std::uint64_t seq);
 

@@ -10,6 +10,9 @@
 namespace purgatory::broker {
 
 void Broker::handle_fetch(const ResponseSlot& slot, FetchRequest req) {
+  // Kafka's fetch.max.bytes: whatever the client asks, no bigger response (KIP-74's first batch
+  // aside).
+  req.max_bytes = std::min(req.max_bytes, config_.fetch_max_bytes);
   std::vector<TopicPartition> keys;
   for (const FetchTopic& t : req.topics) {
     for (const FetchPartition& p : t.partitions) {

@@ -117,11 +117,19 @@ void DelayedFetch::on_complete() {
     slot_.conn->respond_nothing(slot_, "abandoned: the client disconnected");
     return;
   }
-  std::size_t bytes = 0;
-  const FetchResponse resp = build_fetch_response(log_, request_, bytes);
-  slot_.conn->respond(
-      slot_, encode_response(resp, slot_.version, slot_.correlation_id),
-      fmt::format("{}, {} record bytes (min_bytes={})", how, bytes, request_.min_bytes));
+  // Built when the connection gets to it, from the log as it is then (see the header): a client
+  // that does not read holds one encoded response, not one per Fetch it pipelined.
+  slot_.conn->respond_deferred(
+      slot_, std::move(how),
+      [&log = log_, request = request_, version = slot_.version,
+       correlation_id = slot_.correlation_id](std::string& outcome) {
+        std::size_t bytes = 0;
+        // The response (a copy of the records) is a temporary: freed once encoded.
+        Bytes frame =
+            encode_response(build_fetch_response(log, request, bytes), version, correlation_id);
+        outcome += fmt::format(", {} record bytes (min_bytes={})", bytes, request.min_bytes);
+        return frame;
+      });
 }
 
 }  // namespace purgatory::broker

@@ -3,8 +3,15 @@
 // when a high-watermark move makes enough bytes readable (try_complete), or when max_wait_ms
 // passes (then it answers with whatever there is, possibly nothing).
 //
-// The answer is built when the operation completes, from the log as it is then, so an early
-// completion serves exactly the data that woke it.
+// The answer is not built when the operation completes: on_complete() fills its response slot
+// with a builder (Connection::respond_deferred), which the connection runs only when every earlier
+// response on it has been written. So a client that pipelines many Fetches and never reads holds
+// one encoded response in the broker, not one per Fetch. The answer then serves the log as it is
+// when it is built, which is still a correct Kafka answer: it serves only data below the high
+// watermark at read time, exactly what a Fetch read at that moment would get, and since the high
+// watermark only moves up, an early completion still serves at least the data that woke it. If
+// retention removed the fetch offset in the meantime, the answer is OFFSET_OUT_OF_RANGE, the
+// error Kafka would give at that time.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +33,9 @@ namespace purgatory::broker {
 [[nodiscard]] bool fetch_satisfied(const LogStore& log, const FetchRequest& req);
 
 // The response from the log as it is now: whole batches below the HW, within partition_max_bytes
-// and the request's max_bytes, except that the first batch of the first partition with data is
-// always returned whole (KIP-74). Adds the record bytes to `total_bytes`.
+// and the request's max_bytes (already capped at the broker's fetch_max_bytes by the handler),
+// except that the first batch of the first partition with data is always returned whole (KIP-74).
+// Adds the record bytes to `total_bytes`.
 [[nodiscard]] FetchResponse build_fetch_response(const LogStore& log, const FetchRequest& req,
                                                  std::size_t& total_bytes);
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -108,9 +109,9 @@ int serve(pb::BrokerConfig config, const std::string& port_file) {
   }
   fmt::print(stderr,
              "demo_broker: node {}, {} partition(s) per topic, {} simulated follower(s), "
-             "max request {} bytes{}\n",
+             "max request {} bytes, max fetch response {} bytes{}\n",
              c.node_id, c.partitions, c.replication_delays.size(), c.max_request_bytes,
-             c.verbose ? ", verbose" : "");
+             c.fetch_max_bytes, c.verbose ? ", verbose" : "");
   io.run();
   return 0;
 }
@@ -152,6 +153,11 @@ int main(int argc, char** argv) {
                  "memory is allocated for them (Kafka's socket.request.max.bytes)")
       ->capture_default_str()
       ->check(CLI::Range(pb::kMinRequestFrameBytes, std::numeric_limits<std::int32_t>::max()));
+  app.add_option("--fetch-max-bytes", config.fetch_max_bytes,
+                 "largest Fetch response: a request's max_bytes is capped at this, except that "
+                 "the first batch is always returned whole (Kafka's fetch.max.bytes)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, std::numeric_limits<std::int32_t>::max()));
   app.add_option("--retention-bytes", config.retention_bytes,
                  "per partition: beyond this the oldest replicated batches are dropped (0 keeps "
                  "everything)")

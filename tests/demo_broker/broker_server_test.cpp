@@ -4,7 +4,9 @@
 #include "purgatory/broker/broker.hpp"
 
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -311,4 +313,99 @@ TEST_CASE("200 requests pipelined behind a parked Fetch all come back, in order"
   for (int i = 0; i < 200; ++i) {
     CHECK(f.client.receive<pb::ApiVersionsResponse>(2).body.error_code == pb::Errc::none);
   }
+}
+
+TEST_CASE(
+    "fetch_max_bytes=100000 caps a Fetch asking for 10 MiB at the 2 of 4 40 KB batches that fit, "
+    "and a 150 KB first batch is still returned whole (KIP-74)") {
+  constexpr std::int32_t kCap = 100000;
+  constexpr std::int32_t kAsked = 10 << 20;
+  Fixture f([](pb::BrokerConfig& c) { c.fetch_max_bytes = kCap; });
+  const std::vector<pb::ProducerRecord> batch{{std::nullopt, std::string(40000, 'b')}};
+  for (int i = 0; i < 4; ++i)
+    REQUIRE(f.client.produce_one("capped", 0, batch, 1).error_code == pb::Errc::none);
+  const auto p = f.client.fetch_one("capped", 0, 0, 0, 1, kAsked);
+  CHECK(p.error_code == pb::Errc::none);
+  CHECK(p.high_watermark == 4);
+  REQUIRE(p.records.has_value());
+  CHECK(p.records->size() <= static_cast<std::size_t>(kCap));
+  const auto recs = records_of(p);
+  REQUIRE(recs.size() == 2);  // a third batch would pass 100000 bytes
+  CHECK(recs[1].offset == 1);
+
+  const std::vector<pb::ProducerRecord> big{{std::nullopt, std::string(150000, 'B')}};
+  REQUIRE(f.client.produce_one("capped", 0, big, 1).base_offset == 4);
+  const auto first = records_of(f.client.fetch_one("capped", 0, 4, 0, 1, kAsked));
+  REQUIRE(first.size() == 1);
+  CHECK(first[0].offset == 4);
+  CHECK(first[0].value == std::string(150000, 'B'));
+  CHECK(f.log.contains("record bytes (min_bytes=1)"));  // the request log line, once built
+}
+
+TEST_CASE("a Broker refuses fetch_max_bytes = 0 with std::invalid_argument naming the value") {
+  pb::test::LogCapture log;
+  pb::BrokerConfig c = pb::test::test_config(log);
+  c.fetch_max_bytes = 0;
+  CHECK_THROWS_WITH_AS(pb::BrokerRunner{c}, doctest::Contains("fetch_max_bytes = 0"),
+                       std::invalid_argument);
+}
+
+namespace {
+
+// Sends a Fetch that parks (on an empty topic, max_wait_ms=1000) and behind it a Fetch of "busy"
+// from offset 0 that completes at once, and waits until the broker has handled both: the second's
+// response is then ready but held back behind the first.
+void send_fetch_held_behind_a_parked_one(Fixture& f) {
+  f.client.metadata(std::vector<std::string>{"idle"});
+  pb::FetchRequest parked;
+  parked.max_wait_ms = 1000;
+  parked.topics = {{"idle", {{0, 0, 1 << 20}}}};
+  pb::FetchRequest ready;
+  ready.max_wait_ms = 1000;
+  ready.topics = {{"busy", {{0, 0, 1 << 20}}}};
+  const std::uint64_t before = f.broker.metrics().requests;
+  f.client.send(parked, pb::kFetchVersion);
+  f.client.send(ready, pb::kFetchVersion);
+  // One io thread: once both are counted, anything another client sends is handled after them.
+  REQUIRE(wait_until([&] {
+    const auto m = f.broker.metrics();
+    return m.requests == before + 2 && m.fetch.delayed == 1;
+  }));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "A Fetch that completes behind a parked Fetch is built when its turn comes: it serves the 2 "
+    "records there are then, not the 1 there was when it completed") {
+  Fixture f;
+  REQUIRE(f.client.produce_one("busy", 0, values({"first"}), 1).error_code == pb::Errc::none);
+  send_fetch_held_behind_a_parked_one(f);
+  pb::Client producer;
+  producer.connect("127.0.0.1", f.broker.port());
+  REQUIRE(producer.produce_one("busy", 0, values({"second"}), 1).error_code == pb::Errc::none);
+  const auto parked = f.client.receive<pb::FetchResponse>(pb::kFetchVersion);  // on expiry
+  CHECK(records_of(parked.body.responses.at(0).partitions.at(0)).empty());
+  const auto held = f.client.receive<pb::FetchResponse>(pb::kFetchVersion);
+  const auto recs = records_of(held.body.responses.at(0).partitions.at(0));
+  REQUIRE(recs.size() == 2);
+  CHECK(recs[0].value == "first");
+  CHECK(recs[1].value == "second");
+}
+
+TEST_CASE(
+    "A Fetch held behind a parked Fetch whose offset retention (1000 bytes) removes meanwhile "
+    "answers OFFSET_OUT_OF_RANGE (1), as Kafka would then") {
+  Fixture f([](pb::BrokerConfig& c) { c.retention_bytes = 1000; });
+  const std::vector<pb::ProducerRecord> batch{{std::nullopt, std::string(600, 'r')}};
+  REQUIRE(f.client.produce_one("busy", 0, batch, 1).error_code == pb::Errc::none);
+  send_fetch_held_behind_a_parked_one(f);
+  pb::Client producer;
+  producer.connect("127.0.0.1", f.broker.port());
+  REQUIRE(producer.produce_one("busy", 0, batch, 1).base_offset == 1);  // drops offset 0
+  f.client.receive<pb::FetchResponse>(pb::kFetchVersion);
+  const auto held = f.client.receive<pb::FetchResponse>(pb::kFetchVersion);
+  const auto& p = held.body.responses.at(0).partitions.at(0);
+  CHECK(p.error_code == pb::Errc::offset_out_of_range);
+  CHECK(p.high_watermark == 2);
 }

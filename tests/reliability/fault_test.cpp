@@ -271,18 +271,14 @@ TEST_CASE(
   REQUIRE(wait_until([&] { return b.metrics().connections_open == 0; }));
 }
 
-// FAILS TODAY (marked skip; measured: RSS +391 MiB). A connection reads up to
-// max_in_flight_per_connection (64) requests, and each Fetch that completes encodes its whole
-// response into its slot at once (DelayedFetch::on_complete -> Connection::respond), whether or
-// not the socket drains: 16 Fetches of a 24 MiB log never read = 16 x 24 MiB held; 64 in flight
-// over a 64 MiB-retention partition = 4 GiB for one connection. Fix: fill a Fetch's slot with a
-// builder, encoded by Connection::flush() only when the slot reaches the head of the queue and no
-// write is in flight (at most one fetch response per connection in memory), and cap max_bytes at
-// a broker-side fetch_max_bytes (Kafka's fetch.max.bytes, 50 MiB).
+// Guards the deferred encoding of fetch responses (Connection::respond_deferred). A connection
+// reads up to max_in_flight_per_connection (64) requests; a Fetch that completes fills its slot
+// with a builder, which the connection runs only when the slot reaches the head of its queue and
+// no write is in flight. So 16 unread Fetches of a 24 MiB log cost the one response being written
+// (plus the records' transient copy while it was built), not 16 x 24 MiB.
 TEST_CASE(
     "a client that pipelines 16 fetches of a 24 MiB log and never reads costs the broker "
-    "a bounded amount of memory (< 4 responses)" *
-    doctest::skip()) {
+    "a bounded amount of memory (< 4 responses)") {
   constexpr std::size_t kLog = 24 * kMiB;
   constexpr int kFetches = 16;
   Broker b;
@@ -295,7 +291,11 @@ TEST_CASE(
   check_still_serving(b, 1);
   const std::size_t grown = peak_rss_over(milliseconds(500)) - std::min(before, rss_bytes());
   MESSAGE("RSS grew by " << grown / kMiB << " MiB for " << kFetches << " unread 24 MiB responses");
-  CHECK(grown < 4 * kLog);
+  // Measured: release +25 MiB, ASan +44 MiB, TSan +72 MiB (its shadow memory is resident too: the
+  // one-response case above grows as much there). The sanitizer bound leaves TSan 2x headroom and
+  // is still far below what encoding each Fetch as it completed cost (release +391 MiB, TSan
+  // +1153 MiB).
+  CHECK(grown < (pb::test::kSanitized ? 6 : 4) * kLog);
   stuck.reset();
   REQUIRE(wait_until([&] { return b.metrics().connections_open == 0; }));
 }

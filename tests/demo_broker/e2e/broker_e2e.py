@@ -252,13 +252,17 @@ def case_help(binary):
     h = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30)
     check(h.returncode == 0, "--help exits 0")
     for option in ["--listen", "--partitions", "--followers", "--replication-delay-ms",
-                   "--max-request-bytes", "--retention-bytes", "--node-id", "--advertised-host",
-                   "--port-file", "--verbose", "--demo"]:
+                   "--max-request-bytes", "--fetch-max-bytes", "--retention-bytes", "--node-id",
+                   "--advertised-host", "--port-file", "--verbose", "--demo"]:
         check(option in h.stdout, f"--help describes {option}")
     bad = subprocess.run([binary, "--followers", "2", "--replication-delay-ms", "1,2,3"],
                          capture_output=True, text=True, timeout=30)
     check(bad.returncode != 0 and "one per follower" in bad.stderr,
           "a delay list that does not match --followers is refused with a clear message")
+    zero = subprocess.run([binary, "--fetch-max-bytes", "0"], capture_output=True, text=True,
+                          timeout=30)
+    check(zero.returncode != 0 and "--fetch-max-bytes" in zero.stderr,
+          f"--fetch-max-bytes 0 is refused, naming the option ({zero.stderr.strip()!r})")
 
 
 CASES = {

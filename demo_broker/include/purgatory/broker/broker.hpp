@@ -64,8 +64,9 @@ using Purgatory = DelayedOperationPurgatory<TopicPartition, TopicPartitionHash>;
 // log line).
 class Broker {
  public:
-  // Throws std::invalid_argument for a config it cannot run (partitions < 1, a negative or
-  // too-small max_request_bytes).
+  // Throws std::invalid_argument, naming the value, for a config it cannot run (partitions < 1,
+  // a negative or too-small max_request_bytes, fetch_max_bytes <= 0,
+  // max_in_flight_per_connection == 0).
   Broker(boost::asio::io_context& io, BrokerConfig config);
   // stop(). Call on the io thread, or after the io_context stopped running.
   ~Broker();

@@ -29,6 +29,10 @@ struct BrokerConfig {
                                                             std::chrono::milliseconds(100)};
   std::int32_t max_request_bytes = kDefaultMaxFrameBytes;  // Kafka's socket.request.max.bytes
   std::size_t retention_bytes = 64 * 1024 * 1024;          // per partition; 0: keep everything
+  // Kafka's fetch.max.bytes: a Fetch's max_bytes is capped at this (> 0), so no request can make
+  // the broker build a bigger response, except that the first batch is still returned whole
+  // (KIP-74) however big.
+  std::int32_t fetch_max_bytes = 50 * 1024 * 1024;
   // Requests read from one connection but not yet answered; reading pauses beyond this (TCP
   // pushes back on the client) so a pipelining client cannot grow the broker's memory unbounded.
   std::size_t max_in_flight_per_connection = 64;
