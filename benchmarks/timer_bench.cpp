@@ -28,18 +28,19 @@
 //   CancelAdd   (Wheel only) the same move done as cancel() then add(): the cost Reschedule
 //               must not exceed.
 //
-// Why it is fair: every implementation reads steady_clock once per add and once per expiry round,
-// runs the same payload (the task counts its runs), and reuses its task objects across iterations,
-// so allocation is charged only where the structure itself allocates (multimap nodes, Asio's
-// handler ops). The Asio add+cancel loop runs inside a handler on the io_context's own thread, as
-// a server's would: cancel() then queues the operation_aborted handler privately instead of waking
-// the reactor with a syscall, and the aborted handlers run between rounds of kRound iterations
-// (one event-loop pass, with its epoll_wait(0), per round), all timed. A loop pass per iteration
-// (io.poll() after each add+cancel) costs 200-450 ns here, nearly all of it that syscall, which
-// says nothing about the timer; a busy server's pass handles many events, hence kRound = 32.
-// Every benchmark checks that each task ran exactly once per round, or never when cancelled, and
-// reports an error otherwise. AddExpire sleeps ~100 ms per iteration, so its iteration counts are
-// fixed (its names end in /iterations:N) to keep the whole program at about two minutes.
+// Why it is fair: every implementation reads steady_clock once per add (once per round of kRound
+// adds in AddAtCancel) and once per expiry round, runs the same payload (the task counts its
+// runs), and reuses its task objects across iterations, so allocation is charged only where the
+// structure itself allocates (multimap nodes, Asio's handler ops). The Asio add+cancel loop runs
+// inside a handler on the io_context's own thread, as a server's would: cancel() then queues the
+// operation_aborted handler privately instead of waking the reactor with a syscall, and the aborted
+// handlers run between rounds of kRound iterations (one event-loop pass, with its epoll_wait(0),
+// per round), all timed. A loop pass per iteration (io.poll() after each add+cancel) costs 200-450
+// ns here, nearly all of it that syscall, which says nothing about the timer; a busy server's pass
+// handles many events, hence kRound = 32. Every benchmark checks that each task ran exactly once
+// per round, or never when cancelled, and reports an error otherwise. AddExpire sleeps ~100 ms per
+// iteration, so its iteration counts are fixed (its names end in /iterations:N) to keep the whole
+// program at about two minutes.
 #include <utility>  // before Boost.Asio: Boost 1.74 + g++ 12 in C++20 needs it
 
 #include <algorithm>
