@@ -2,6 +2,8 @@
 // exactly one outcome, ran or cancelled (cancel() returned true), counted.
 #include "purgatory/timer/system_timer.hpp"
 
+#include <atomic>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -104,4 +106,73 @@ TEST_CASE("SystemTimer stress: add and cancel of one task racing on two threads,
   // Each add either moved a pending schedule or started a new one; every schedule that was not
   // moved ended in a run or a successful cancel, so there is at least one outcome in all.
   CHECK(task->runs.load() + cancels.load() >= 1);
+}
+
+// The reference count lives in the same atomic word as the state the timer changes under its
+// lock: reference copies and drops on other threads must not disturb the state, nor the state
+// changes the count. 64 tasks are added again and again (each time one is idle) while two threads
+// keep copying and dropping references to them and sometimes cancel them, and the reaper expires
+// them: every schedule ends with exactly one outcome, and each task is destroyed once at the end.
+TEST_CASE(
+    "SystemTimer stress: reference copies and drops on 2 threads racing add/cancel/expiry of "
+    "the same 64 tasks, one outcome per schedule, each task destroyed once") {
+  struct Counted : purgatory::TimerTask {
+    Counted(std::atomic<int>& r, std::atomic<int>& d) : ran(r), destroyed(d) {}
+    ~Counted() override { destroyed.fetch_add(1, std::memory_order_relaxed); }
+    void run() override { ran.fetch_add(1, std::memory_order_relaxed); }
+    std::atomic<int>& ran;
+    std::atomic<int>& destroyed;
+  };
+  constexpr int kTasks = 64;
+  constexpr int kAdds = 30000;
+  std::atomic<int> ran{0};
+  std::atomic<int> destroyed{0};
+  std::atomic<int> stopped{0};
+  int adds = 0;
+  {
+    std::vector<boost::intrusive_ptr<Counted>> tasks;  // not written while the threads run
+    for (int i = 0; i < kTasks; ++i)
+      tasks.emplace_back(new Counted(ran, destroyed));
+    purgatory::SystemTimer timer(purgatory::TimerOptions{.name = "refs"});
+    std::atomic<bool> done{false};
+    std::vector<std::thread> copiers;
+    for (int c = 0; c < 2; ++c) {
+      copiers.emplace_back([&, c] {
+        std::mt19937 rng(static_cast<unsigned>(c) + 11U);
+        while (!done.load(std::memory_order_relaxed)) {
+          boost::intrusive_ptr<Counted> copy = tasks[rng() % kTasks];
+          for (int k = 0; k < 8; ++k) {  // copies made and dropped while the timer works
+            boost::intrusive_ptr<Counted> again = copy;
+            again.reset();
+          }
+          if (rng() % 512 == 0 && copy->cancel()) stopped.fetch_add(1);
+        }
+      });
+    }
+    std::mt19937 rng(7U);
+    const auto give_up = std::chrono::steady_clock::now() + 20s;
+    while (adds < kAdds && std::chrono::steady_clock::now() < give_up) {
+      const auto& task = tasks[rng() % kTasks];
+      if (task->is_pending()) continue;  // only this thread adds: idle stays idle until then
+      timer.add(task, std::chrono::microseconds(rng() % 300));
+      ++adds;
+    }
+    done.store(true);
+    for (auto& t : copiers)
+      t.join();
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (timer.size() != 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    REQUIRE(timer.size() == 0);
+    CHECK(timer.close().empty());  // joins the executor: every queued run has finished
+    int extra_refs = 0;
+    for (const auto& task : tasks)
+      extra_refs += static_cast<int>(task->use_count()) - 1;
+    CHECK(extra_refs == 0);
+  }
+  MESSAGE(adds << " adds: ran " << ran.load() << ", cancelled " << stopped.load());
+  CHECK(adds > kAdds / 10);
+  CHECK(ran.load() + stopped.load() == adds);
+  CHECK(destroyed.load() == kTasks);  // each exactly once, when `tasks` went
 }
