@@ -277,6 +277,23 @@ CASES = {
 }
 
 
+def run_case(broker, run):
+    """Runs run(broker); on failure prints the end of the broker's log. Then the broker must
+    stop cleanly on SIGTERM, with no sanitizer report in its log."""
+    try:
+        run(broker)
+    except BaseException:
+        broker.stop()
+        print("---- broker log (last 60 lines) ----\n" +
+              "\n".join(broker.log().splitlines()[-60:]), file=sys.stderr)
+        raise
+    rc = broker.stop()
+    log = broker.log()
+    check(rc == 0, f"the broker exited 0 on SIGTERM (rc {rc})")
+    check("ERROR: AddressSanitizer" not in log and "WARNING: ThreadSanitizer" not in log
+          and "runtime error:" not in log, "no sanitizer report in the broker's log")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--broker", required=True, help="path to the demo_broker binary")
@@ -289,19 +306,7 @@ def main():
         raise Failure("kcat is not installed (Debian package kcat; scripts/packages.sh)")
     extra, run = CASES[args.case]
     with tempfile.TemporaryDirectory(prefix="demo_broker_e2e_") as workdir:
-        broker = Broker(args.broker, workdir, extra)
-        try:
-            run(broker)
-        except BaseException:
-            broker.stop()
-            print("---- broker log (last 60 lines) ----\n" +
-                  "\n".join(broker.log().splitlines()[-60:]), file=sys.stderr)
-            raise
-        rc = broker.stop()
-        log = broker.log()
-        check(rc == 0, f"the broker exited 0 on SIGTERM (rc {rc})")
-        check("ERROR: AddressSanitizer" not in log and "WARNING: ThreadSanitizer" not in log,
-              "no sanitizer report in the broker's log")
+        run_case(Broker(args.broker, workdir, extra), run)
     return 0
 
 

@@ -24,7 +24,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from broker_e2e import (  # noqa: E402
-    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, kcat)
+    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, kcat, run_case)
 
 NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
@@ -285,19 +285,7 @@ def main():
     parser.add_argument("--broker", required=True, help="path to the demo_broker binary")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="demo_broker_metrics_") as workdir:
-        broker = MetricsBroker(args.broker, workdir)
-        try:
-            run(broker)
-        except BaseException:
-            broker.stop()
-            print("---- broker log (last 60 lines) ----\n" +
-                  "\n".join(broker.log().splitlines()[-60:]), file=sys.stderr)
-            raise
-        rc = broker.stop()
-        log = broker.log()
-        check(rc == 0, f"the broker exited 0 on SIGTERM (rc {rc})")
-        check("ERROR: AddressSanitizer" not in log and "WARNING: ThreadSanitizer" not in log
-              and "runtime error:" not in log, "no sanitizer report in the broker's log")
+        run_case(MetricsBroker(args.broker, workdir), run)
     return 0
 
 
