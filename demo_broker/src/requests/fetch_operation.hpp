@@ -16,7 +16,7 @@
 
 #include <cstddef>
 
-#include "connection.hpp"
+#include "server/connection.hpp"
 #include "purgatory/broker/fetch.hpp"
 #include "purgatory/broker/log_store.hpp"
 #include "purgatory/delayed_operation.hpp"

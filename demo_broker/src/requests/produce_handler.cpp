@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "connection.hpp"
+#include "server/connection.hpp"
 #include "produce_operation.hpp"
 #include "purgatory/broker/broker.hpp"
 #include "purgatory/broker/record_batch.hpp"

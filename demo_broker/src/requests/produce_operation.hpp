@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "connection.hpp"
+#include "server/connection.hpp"
 #include "purgatory/broker/log_store.hpp"
 #include "purgatory/broker/produce.hpp"
 #include "purgatory/delayed_operation.hpp"

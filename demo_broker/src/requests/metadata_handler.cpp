@@ -1,7 +1,7 @@
 // The requests the broker always answers at once: ApiVersions, Metadata, ListOffsets.
 #include <fmt/format.h>
 
-#include "connection.hpp"
+#include "server/connection.hpp"
 #include "purgatory/broker/broker.hpp"
 
 namespace purgatory::broker {

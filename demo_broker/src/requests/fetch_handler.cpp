@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "connection.hpp"
+#include "server/connection.hpp"
 #include "fetch_operation.hpp"
 #include "purgatory/broker/broker.hpp"
 
