@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "server/connection.hpp"
 #include "fetch_operation.hpp"
 #include "purgatory/broker/broker.hpp"
+#include "server/connection.hpp"
 
 namespace purgatory::broker {
 

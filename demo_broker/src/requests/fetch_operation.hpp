@@ -16,10 +16,10 @@
 
 #include <cstddef>
 
-#include "server/connection.hpp"
 #include "purgatory/broker/fetch.hpp"
 #include "purgatory/broker/log_store.hpp"
 #include "purgatory/delayed_operation.hpp"
+#include "server/connection.hpp"
 
 namespace purgatory::broker {
 

@@ -1,8 +1,8 @@
 // The requests the broker always answers at once: ApiVersions, Metadata, ListOffsets.
 #include <fmt/format.h>
 
-#include "server/connection.hpp"
 #include "purgatory/broker/broker.hpp"
+#include "server/connection.hpp"
 
 namespace purgatory::broker {
 

@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "server/connection.hpp"
 #include "produce_operation.hpp"
 #include "purgatory/broker/broker.hpp"
 #include "purgatory/broker/record_batch.hpp"
+#include "server/connection.hpp"
 
 namespace purgatory::broker {
 

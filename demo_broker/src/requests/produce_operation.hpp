@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "server/connection.hpp"
 #include "purgatory/broker/log_store.hpp"
 #include "purgatory/broker/produce.hpp"
 #include "purgatory/delayed_operation.hpp"
+#include "server/connection.hpp"
 
 namespace purgatory::broker {
 
