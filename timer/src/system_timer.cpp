@@ -135,7 +135,7 @@ void SystemTimer::add_task_at(TimerTask& task, Nanos deadline) {
   }
   const std::int64_t expiration =
       deadline.count() <= 0 ? -1 : (deadline.count() + tick - 1) / tick * tick;
-  schedule(task, kUnknownNow, expiration, /*only_if_pending=*/false);
+  schedule(task, kUnknownNow, expiration, /*only_if_pending=*/false, deadline.count());
 }
 
 bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
@@ -144,21 +144,27 @@ bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
 }
 
 bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expiration,
-                           bool only_if_pending) {
+                           bool only_if_pending, std::int64_t deadline) {
   ExpiredBatch run_now;
   bool wake = false;
   {
     std::lock_guard<std::mutex> guard(mu_);
     if (closed_ || draining_) {
-      throw TimerRejected(closed_ ? TimerRejected::Reason::closed : TimerRejected::Reason::draining,
-                          fmt::format("SystemTimer '{}': no new tasks accepted after {}", name_,
-                                      closed_ ? "close()" : "drain() started"));
+      // While drain() runs (its last expired tasks included) the reason stays `draining`.
+      throw TimerRejected(
+          draining_ ? TimerRejected::Reason::draining : TimerRejected::Reason::closed,
+          fmt::format("SystemTimer '{}': no new tasks accepted after {}", name_,
+                      draining_ ? "drain() started" : "close()"));
     }
-    // Checked before any state changes, against the wheel clock (never ahead of the real one).
-    if (now == kUnknownNow && expiration - wheel_.current_time() > kMaxDelay.count()) {
+    // Checked before any state changes. The wheel's clock is never ahead of the real one but may
+    // lag it (it moves only when something expires), so a deadline that looks too far from it is
+    // judged again against the clock itself before being refused.
+    if (now == kUnknownNow && expiration - wheel_.current_time() > kMaxDelay.count() &&
+        deadline - clock_->now().count() > kMaxDelay.count()) {
       throw std::invalid_argument(
-          fmt::format("SystemTimer '{}': deadline {} ns is more than the maximum delay after now",
-                      name_, expiration));
+          fmt::format("SystemTimer '{}': deadline {} ns is more than the maximum delay ({} ns) "
+                      "after now",
+                      name_, deadline, kMaxDelay.count()));
     }
     std::uint64_t w = t.word_.load(std::memory_order_acquire);
     std::uint32_t s = TimerTask::state_of(w);
@@ -168,7 +174,13 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
           fmt::format("SystemTimer '{}': the task is pending in another timer", name_));
     }
     if (only_if_pending && TimerTask::phase_of(s) == TimerTask::kIdle) return false;
-    if (TimerTask::phase_of(s) != TimerTask::kScheduled && max_pending_ != 0 &&
+    if (pending_ == 0) {  // empty wheel: catch up with the clock, for free
+      wheel_.advance_clock(now != kUnknownNow ? now : clock_->now().count());
+    }
+    // max_pending bounds the tasks held by the wheel: one due at once never enters it.
+    const bool enters_wheel =
+        expiration >= 0 && expiration >= wheel_.current_time() + tick_.count();
+    if (enters_wheel && TimerTask::phase_of(s) != TimerTask::kScheduled && max_pending_ != 0 &&
         pending_ >= max_pending_) {
       throw TimerRejected(TimerRejected::Reason::pending_limit,
                           fmt::format("SystemTimer '{}': {} tasks pending, the limit (max_pending)",
@@ -361,7 +373,12 @@ std::vector<TaskRef> SystemTimer::drain(Nanos max_wait) {
       if (pending_ == 0 || closed_ || clock_->now().count() >= until) break;
     }
   }
-  return close();
+  std::vector<TaskRef> handed_back = close();  // adds from the last tasks still say `draining`
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    draining_ = false;
+  }
+  return handed_back;
 }
 
 std::vector<TaskRef> SystemTimer::close() {

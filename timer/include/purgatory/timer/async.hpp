@@ -10,8 +10,10 @@
 // boost::asio::error::operation_aborted when it was cancelled first, or when the timer closed first
 // (close() hands the task back and nothing runs it). Exactly one completion per wait. The handler
 // is posted to its associated executor (never run inside the initiating call, nor on the timer's
-// threads), and a pending wait counts as outstanding work of that executor, so io_context::run()
-// does not return while one is pending.
+// threads), and a pending wait counts as outstanding work of that executor: for a handler bound
+// to an io_context (a coroutine's use_awaitable, bind_executor(io, ...)), io_context::run() does
+// not return while the wait is pending. A plain lambda's associated executor is Asio's system
+// executor: its handler runs on a system-executor thread and keeps no io_context busy.
 //
 // Cancelling. Boost 1.74's Asio has no per-operation cancellation slots (they came in Boost 1.77),
 // so a wait takes an optional C++20 std::stop_token before the completion token:

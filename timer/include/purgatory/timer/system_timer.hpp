@@ -169,7 +169,9 @@ class SystemTimer final : private ClockWaiter {
   [[nodiscard]] std::int64_t expiration_for(std::int64_t now, std::int64_t delay) const;
   // add()/reschedule(): links `task` for `expiration` (-1: run at once). With only_if_pending, an
   // idle task is left alone and false returned.
-  bool schedule(TimerTask& task, std::int64_t now, std::int64_t expiration, bool only_if_pending);
+  // `deadline`: add_at()'s unrounded deadline (for the maximum-delay check when now is unknown).
+  bool schedule(TimerTask& task, std::int64_t now, std::int64_t expiration, bool only_if_pending,
+                std::int64_t deadline = 0);
   bool advance(Nanos max_wait, bool stop_when_drained);
   void add_task(TimerTask& task, Nanos delay);
   void add_task_at(TimerTask& task, Nanos deadline);
