@@ -27,7 +27,6 @@ PurgatoryState::PurgatoryState(std::string name, CallbackErrorHandler on_error, 
     : name_(std::move(name)),
       on_error_(std::move(on_error)),
       clock_(&clock),
-      slots_(slots),
       finishing_(std::make_unique<Finishing[]>(slots)) {}
 
 void PurgatoryState::count_finishing(std::uint32_t slot) noexcept {

@@ -57,7 +57,6 @@ class PurgatoryState : public WatchRegistry {
   struct alignas(64) Finishing {
     std::atomic<std::int32_t> count{0};
   };
-  const std::size_t slots_;
   std::unique_ptr<Finishing[]> finishing_;
 };
 
