@@ -435,9 +435,9 @@ TEST_CASE(
   done->set_outcome_listener(std::make_unique<Listener>(late_calls, seen, done, early));
   CHECK(late_calls == 1);  // at once, on this thread
   CHECK(seen.load() == Outcome::completed);
-  CHECK_THROWS_AS(done->set_outcome_listener(std::make_unique<Listener>(late_calls, seen, done,
-                                                                        early)),
-                  std::logic_error);
+  CHECK_THROWS_AS(
+      done->set_outcome_listener(std::make_unique<Listener>(late_calls, seen, done, early)),
+      std::logic_error);
   CHECK(late_calls == 1);
 }
 

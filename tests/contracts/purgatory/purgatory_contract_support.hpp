@@ -50,7 +50,8 @@ class Probe : public DelayedOperation {
   std::atomic<bool> callback_with_lock{false};
   std::atomic<bool> in_callbacks{false};
   std::atomic<bool> callbacks_done{false};
-  std::atomic<bool> expiration_out_of_order{false};  // on_expiration() not right after on_complete()
+  std::atomic<bool> expiration_out_of_order{
+      false};  // on_expiration() not right after on_complete()
   std::atomic<Outcome> seen_in_on_complete{Outcome::pending};
   std::thread::id try_thread{};       // the last try_complete()'s thread
   std::thread::id complete_thread{};  // written before completions is incremented
