@@ -413,7 +413,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation.hpp: OutcomeListener is told once, after the callbacks; "
     "set_outcome_listener() calls it at once if the callbacks already ran; a second listener "
-    "throws std::logic_error") {
+    "throws std::logic_error, a null one std::invalid_argument") {
   std::atomic<int> calls{0};
   std::atomic<Outcome> seen{Outcome::pending};
   std::atomic<bool> early{false};
@@ -439,6 +439,12 @@ TEST_CASE(
       done->set_outcome_listener(std::make_unique<Listener>(late_calls, seen, done, early)),
       std::logic_error);
   CHECK(late_calls == 1);
+  auto fresh = probe(1s);
+  CHECK_THROWS_AS(fresh->set_outcome_listener(nullptr), std::invalid_argument);
+  std::atomic<int> fresh_calls{0};
+  fresh->set_outcome_listener(std::make_unique<Listener>(fresh_calls, seen, fresh, early));
+  CHECK(fresh->force_complete());
+  CHECK(fresh_calls == 1);  // the refused null listener did not take the place
 }
 
 TEST_CASE(
