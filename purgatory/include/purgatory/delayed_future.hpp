@@ -148,7 +148,10 @@ class DelayedFuture final : public DelayedOperation {
 
   bool try_complete() override {
     for (const auto& future : futures_) {
-      if (!future.is_done()) return false;
+      if (!future.is_done()) {
+        PURGATORY_RACE_POINT("DelayedFuture::try_complete: a future not done, before returning");
+        return false;
+      }
     }
     return force_complete();
   }

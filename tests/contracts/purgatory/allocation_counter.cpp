@@ -6,6 +6,19 @@
 
 #include <malloc.h>
 
+#if defined(__SANITIZE_THREAD__)
+#define PURGATORY_COUNT_ALLOCATIONS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PURGATORY_COUNT_ALLOCATIONS 0
+#endif
+#endif
+#if !defined(PURGATORY_COUNT_ALLOCATIONS)
+#define PURGATORY_COUNT_ALLOCATIONS 1
+#endif
+
+#if PURGATORY_COUNT_ALLOCATIONS
+
 namespace purgatory::contract {
 namespace {
 std::atomic<std::int64_t> g_live{0};
@@ -27,6 +40,10 @@ void counted_free(void* p) noexcept {
   std::free(p);
 }
 }  // namespace
+
+bool counting_allocations() noexcept {
+  return true;
+}
 
 AllocationCounts allocation_counts() noexcept {
   return {g_live.load(), g_allocations.load(), g_requested.load()};
@@ -60,3 +77,19 @@ void operator delete(void* p, std::size_t) noexcept {
 void operator delete[](void* p, std::size_t) noexcept {
   purgatory::contract::counted_free(p);
 }
+
+#else  // ThreadSanitizer: its runtime owns operator new
+
+namespace purgatory::contract {
+
+bool counting_allocations() noexcept {
+  return false;
+}
+
+AllocationCounts allocation_counts() noexcept {
+  return {};
+}
+
+}  // namespace purgatory::contract
+
+#endif

@@ -257,6 +257,51 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "delayed_future.hpp: the last two futures completed on two threads at once: when one thread's "
+    "check holds the operation and the other's finds it busy, the operation still completes, "
+    "once") {
+  // Thread A (this one) completes future a; its check sees b not done. Meanwhile thread B
+  // completes b, and its check finds the lock busy; A then finishes entirely before B leaves its
+  // note. B must serve it itself.
+  ManualTimer manual;
+  DelayedFuturePurgatory<int> purgatory(manual.timer);
+  Promise<int> a;
+  Promise<int> b;
+  Response response;
+  auto op =
+      purgatory.try_complete_else_watch(1s, {a.get_future(), b.get_future()}, response.callback());
+  Signal b_busy;
+  Signal a_done;
+  std::thread b_thread;
+  std::thread::id b_id;
+  bool first_try = true;
+  bool first_busy = true;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"DelayedFuture::try_complete: a future not done",
+                                      [&] {
+                                        if (!std::exchange(first_try, false)) return;
+                                        b_thread = std::thread([&] {
+                                          b_id = std::this_thread::get_id();
+                                          b.set_value(2);
+                                        });
+                                        CHECK(b_busy.wait());
+                                      }},
+                                     {"DelayedOperation::check: lock busy", [&] {
+                                        if (!std::exchange(first_busy, false)) return;
+                                        b_busy.set();
+                                        CHECK(a_done.wait());
+                                      }}}});
+  a.set_value(1);
+  a_done.set();
+  b_thread.join();
+  CHECK(response.calls == 1);
+  CHECK(response.outcome.load() == Outcome::completed);
+  CHECK(response.thread == b_id);
+  CHECK(purgatory.num_delayed() == 0);
+}
+
+TEST_CASE(
     "delayed_future.hpp: thread-safe: the last two futures completed on two threads at once, "
     "with watches from two threads, complete each operation exactly once (seeded schedule)") {
   const int n = rounds(150, 30);

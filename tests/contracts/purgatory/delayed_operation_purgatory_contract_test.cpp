@@ -90,8 +90,10 @@ TEST_CASE(
   const auto after = contract::allocation_counts().live_bytes - baseline;
   MESSAGE(n << " operations on 3 keys: " << waiting << " bytes while waiting, " << after
             << " after they completed");
-  CHECK(waiting > static_cast<std::int64_t>(n) * 3 * 32);
-  CHECK(after < 64 * 1024);  // the key map gave its memory back
+  if (contract::counting_allocations()) {
+    CHECK(waiting > static_cast<std::int64_t>(n) * 3 * 32);
+    CHECK(after < 64 * 1024);  // the key map gave its memory back
+  }
 }
 
 TEST_CASE(
