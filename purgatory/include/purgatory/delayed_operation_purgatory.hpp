@@ -153,6 +153,7 @@ class DelayedOperationPurgatory {
     std::size_t total = 0;
     for (std::size_t i = 0; i <= mask_; ++i) {
       total += shards_[i].watched.load(std::memory_order_relaxed);
+      PURGATORY_RACE_POINT("DelayedOperationPurgatory::watched: summed a shard, before the next");
     }
     return total;
   }
@@ -161,6 +162,8 @@ class DelayedOperationPurgatory {
     std::size_t total = 0;
     for (std::size_t i = 0; i <= mask_; ++i) {
       total += shards_[i].delayed.load(std::memory_order_relaxed);
+      PURGATORY_RACE_POINT(
+          "DelayedOperationPurgatory::num_delayed: summed a shard, before the next");
     }
     return total;
   }
