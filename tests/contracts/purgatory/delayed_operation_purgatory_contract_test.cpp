@@ -1021,7 +1021,8 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation_purgatory.hpp: thread-safe: every member from any thread, including from "
-    "callbacks; the totals agree with the outcomes (seeded schedule)") {
+    "callbacks, while shutdown() runs; one outcome each, none for a refused watch, and the totals "
+    "agree with the outcomes (seeded schedule)") {
   const int n = rounds(60, 12);
   for (int round = 0; round < n; ++round) {
     const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
@@ -1031,7 +1032,8 @@ TEST_CASE(
     ManualPurgatory<int> p(options);
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 20us});
     std::mutex mu;
-    std::vector<ProbeRef> all;         // guarded by mu
+    std::vector<ProbeRef> accepted;    // guarded by mu
+    std::vector<ProbeRef> refused;     // guarded by mu
     std::vector<OperationRef> handed;  // guarded by mu
     auto add = [&](int key) {
       auto op = probe(std::chrono::milliseconds(1 + key % 3));
@@ -1043,49 +1045,80 @@ TEST_CASE(
         } catch (const PurgatoryShutDown&) {
         }
       };
+      try {
+        (void)p.purgatory.try_complete_else_watch(op, {key, key + 1});
+      } catch (const PurgatoryShutDown&) {
+        const std::lock_guard<std::mutex> lock(mu);
+        refused.push_back(op);
+        return;
+      }
+      const std::lock_guard<std::mutex> lock(mu);
+      accepted.push_back(op);
+    };
+    auto force_some = [&](int i) {
+      ProbeRef op;
       {
         const std::lock_guard<std::mutex> lock(mu);
-        all.push_back(op);
+        if (accepted.empty()) return;
+        op = accepted[static_cast<std::size_t>(i) % accepted.size()];
       }
-      (void)p.purgatory.try_complete_else_watch(op, {key, key + 1});
+      (void)op->force_complete();
     };
     std::vector<std::thread> threads;
     for (int t = 0; t < 3; ++t) {
       threads.emplace_back([&, t] {
         for (int i = 0; i < 12; ++i) {
           const int key = (t * 5 + i) % 8;
-          switch ((i + t) % 4) {
-            case 0:
-              add(key);
-              break;
-            case 1:
-              (void)p.purgatory.check_and_complete(key);
-              break;
-            case 2: {
-              auto back = p.purgatory.cancel_for_key(key);
-              for (const auto& op : back)
-                CHECK(op->force_complete());
-              const std::lock_guard<std::mutex> lock(mu);
-              handed.insert(handed.end(), back.begin(), back.end());
-              break;
+          try {
+            switch ((i + t) % 5) {
+              case 0:
+                add(key);
+                break;
+              case 1:
+                (void)p.purgatory.check_and_complete(key);
+                break;
+              case 2: {
+                auto back = p.purgatory.cancel_for_key(key);
+                for (const auto& op : back)
+                  (void)op->force_complete();  // the caller decides (another thread may too)
+                const std::lock_guard<std::mutex> lock(mu);
+                handed.insert(handed.end(), back.begin(), back.end());
+                break;
+              }
+              case 3:
+                force_some(i + t);
+                break;
+              default:
+                (void)p.purgatory.metrics();
+                add(key + 1);
             }
-            default:
-              (void)p.purgatory.metrics();
-              add(key + 1);
+          } catch (const PurgatoryShutDown&) {
           }
         }
       });
     }
     threads.emplace_back([&] { p.advance(3ms); });
+    std::this_thread::sleep_for(std::chrono::microseconds(seed % 300));
+    p.purgatory.shutdown();
     for (auto& t : threads)
       t.join();
-    p.purgatory.shutdown();
     std::uint64_t by_purgatory[4] = {0, 0, 0, 0};
-    for (const auto& op : all) {
+    for (const auto& op : accepted) {
       CHECK(op->completions == 1);
       CHECK(op->outcome() != Outcome::pending);
+      CHECK_FALSE(op->concurrent_try.load());
+      CHECK_FALSE(op->try_after_outcome.load());
+      CHECK_FALSE(op->callback_with_lock.load());
       const bool was_handed = std::find(handed.begin(), handed.end(), op) != handed.end();
-      if (!was_handed) ++by_purgatory[static_cast<int>(op->outcome())];
+      if (was_handed) {
+        CHECK(op->outcome() == Outcome::completed);  // by a caller: never expired or shut down
+      } else {
+        ++by_purgatory[static_cast<int>(op->outcome())];
+      }
+    }
+    for (const auto& op : refused) {
+      CHECK(op->outcome() == Outcome::pending);
+      CHECK(op->completions == 0);
     }
     const auto m = p.purgatory.metrics();
     CHECK(m.cancelled_total == handed.size());
