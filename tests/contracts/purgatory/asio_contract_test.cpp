@@ -185,11 +185,15 @@ TEST_CASE(
     async_wait_outcome(op, stop.get_token(), recorder(io.get_executor(), r));
     {
       RaceSchedule schedule({.seed = seed, .pause_probability = 0.5, .max_pause = 40us});
+      // One round in three stops first (then the checks and the expiry must find it
+      // withdrawn); the others race the stop against them.
+      const bool stop_first = round % 3 == 0;
+      if (stop_first) stop.request_stop();
       std::thread checker([&] { (void)p.purgatory.check_and_complete(1); });
       std::thread clock([&] { p.advance(2ms); });
       std::this_thread::sleep_for(
           std::chrono::microseconds(seed % 2 == 0 ? seed % 30 : seed % 300));
-      stop.request_stop();
+      if (!stop_first) stop.request_stop();
       checker.join();
       clock.join();
       request_hits += schedule.hits("OutcomeWait::request_cancel");
