@@ -24,6 +24,7 @@ void DelayedOperation::run() {
 bool DelayedOperation::complete_with(Outcome outcome, bool only_if_watched) {
   if (is_completed()) return false;
   const OperationRef self(this);  // the watch reference may drop while we hold the lock
+  PURGATORY_RACE_POINT("DelayedOperation::complete_with: still pending, before the lock");
   lock();
   const bool won = (!only_if_watched || watched_locked()) && decide_locked(outcome);
   if (won) deferred_ = true;
@@ -143,6 +144,7 @@ void DelayedOperation::finish() noexcept {
       report(std::current_exception(), "on_expiration");
     }
   }
+  PURGATORY_RACE_POINT("DelayedOperation::finish: callbacks ran, before the listener");
   if (listen_state_.exchange(kFinished, std::memory_order_acq_rel) == kListening) {
     const std::unique_ptr<OutcomeListener> listener = std::move(listener_);
     listener->on_outcome(how);
@@ -157,6 +159,7 @@ void DelayedOperation::set_outcome_listener(std::unique_ptr<OutcomeListener> lis
     throw std::logic_error("set_outcome_listener: the operation already has a listener");
   }
   listener_ = std::move(listener);
+  PURGATORY_RACE_POINT("DelayedOperation::set_outcome_listener: stored, before publishing");
   std::uint8_t expected = kNoListener;
   if (listen_state_.compare_exchange_strong(expected, kListening, std::memory_order_acq_rel)) {
     return;  // finish() will call it

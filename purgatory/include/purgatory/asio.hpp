@@ -50,6 +50,7 @@
 #include "purgatory/detail/operation_access.hpp"
 #include "purgatory/outcome.hpp"
 #include "purgatory/timer/async.hpp"
+#include "purgatory/timer/detail/race_point.hpp"
 
 namespace purgatory {
 
@@ -108,6 +109,7 @@ class OutcomeWait {
       op = wait.op_;
     }
     if (!op) return;  // completed, or not held yet (hold() follows; see async_wait_outcome)
+    PURGATORY_RACE_POINT("OutcomeWait::request_cancel: took the operation, before withdrawing");
     if (withdraw(*op) != Withdrawal::deciding) {
       wait.finish(boost::system::error_code(boost::asio::error::operation_aborted),
                   Outcome::pending);

@@ -87,7 +87,8 @@ class DelayedOperation : public TimerTask {
   }
 
   // Calls `listener` once with the outcome, after on_complete()/on_expiration() ran; at once if
-  // that already happened. At most one listener: a second throws std::logic_error.
+  // that already happened. At most one listener: a second throws std::logic_error, a null one
+  // std::invalid_argument.
   void set_outcome_listener(std::unique_ptr<OutcomeListener> listener);
 
   // Lockable: the operation's lock. Hold it to change state that try_complete() reads. On the

@@ -123,9 +123,9 @@ class DelayedOperationPurgatory {
   // cancels its timeout, without deciding an outcome, and returns them: the caller now decides
   // their fate (typically force_complete()); this purgatory never completes, expires or shuts
   // down a returned operation, not even through a check already under way on another thread.
-  // Operations completing or expiring concurrently are left alone. Counted in
-  // metrics().cancelled_total. Waits for each operation's lock, so it must not be called from
-  // try_complete().
+  // An operation whose outcome is already decided, or whose expiry already started (the timer's
+  // run began), is left alone and not returned. Counted in metrics().cancelled_total. Waits for
+  // each operation's lock, so it must not be called from try_complete().
   std::vector<OperationRef> cancel_for_key(const Key& key) {
     throw_if_shut_down("cancel_for_key");
     Ops ops = copy_watchers(key);
@@ -153,6 +153,7 @@ class DelayedOperationPurgatory {
     std::size_t total = 0;
     for (std::size_t i = 0; i <= mask_; ++i) {
       total += shards_[i].watched.load(std::memory_order_relaxed);
+      PURGATORY_RACE_POINT("DelayedOperationPurgatory::watched: summed a shard, before the next");
     }
     return total;
   }
@@ -161,6 +162,8 @@ class DelayedOperationPurgatory {
     std::size_t total = 0;
     for (std::size_t i = 0; i <= mask_; ++i) {
       total += shards_[i].delayed.load(std::memory_order_relaxed);
+      PURGATORY_RACE_POINT(
+          "DelayedOperationPurgatory::num_delayed: summed a shard, before the next");
     }
     return total;
   }
