@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "purgatory/timer/detail/race_point.hpp"
+
 namespace purgatory {
 namespace {
 
@@ -68,6 +70,7 @@ bool TimerTask::cancel() noexcept {
         }
         break;
       default:  // kScheduled: only the owning timer, under its lock, may unlink it.
+        PURGATORY_RACE_POINT("TimerTask::cancel: saw it scheduled, before the timer's lock");
         if (timer_.load(std::memory_order_acquire)->cancel_scheduled(*this)) return true;
         w = word_.load(std::memory_order_acquire);
         break;
@@ -199,6 +202,7 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
         break;
       }
       if (phase == TimerTask::kIdle && only_if_pending) return false;  // its run just started
+      PURGATORY_RACE_POINT("SystemTimer::schedule: state read, before taking the task");
       // Idle, or queued (withdraw that run: its job keeps its own reference and will skip).
       // The CAS makes us the owner against a concurrent cancel(), a job's claim, or another timer.
       if (t.word_.compare_exchange_weak(
@@ -220,6 +224,7 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
       queue_expired(t, run_now);
     }
   }
+  PURGATORY_RACE_POINT("SystemTimer::schedule: unlocked, before execute or wake");
   if (!run_now.empty()) executor_->execute(run_now);
   if (wake) {
     cv_.notify_all();
@@ -288,6 +293,7 @@ bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained) {
   for (;;) {
     const bool done = expire_due(now, batch);
     lock.unlock();
+    PURGATORY_RACE_POINT("SystemTimer::advance: batch expired, unlocked, before execute");
     if (!batch.empty()) executor_->execute(batch);
     if (done) return true;
     lock.lock();
@@ -396,6 +402,7 @@ std::vector<TaskRef> SystemTimer::close() {
     });
     pending_ = 0;
   }
+  PURGATORY_RACE_POINT("SystemTimer::close: closed, unlocked, before joining the reaper");
   cv_.notify_all();
   if (wakeup_hook_)
     wakeup_hook_();  // an external driver re-arms: nothing left, so it stops waiting

@@ -51,6 +51,7 @@
 #endif
 
 #include "purgatory/timer/clock.hpp"
+#include "purgatory/timer/detail/race_point.hpp"
 #include "purgatory/timer/system_timer.hpp"
 #include "purgatory/timer/timer_task.hpp"
 
@@ -228,6 +229,7 @@ struct InitiateTimerWait {
       wait->completion().abandon();
       throw;
     }
+    PURGATORY_RACE_POINT("async_wait: task added, before marking it scheduled");
     wait->scheduled();
   }
 };
