@@ -134,6 +134,10 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: add(), add_at(), reschedule() and cancel() of tasks in existing levels "
     "allocate nothing") {
+  if (!CountAllocations::available()) {
+    MESSAGE("allocations are not counted under ThreadSanitizer (release and ASan builds count)");
+    return;
+  }
   ManualTimer m;
   std::vector<TaskRef> tasks;
   for (int i = 0; i < 1000; ++i)

@@ -21,6 +21,19 @@
 #include "../contract_support.hpp"
 #include "purgatory/timer/executor.hpp"
 
+// ThreadSanitizer (clang's __has_feature, g++'s __SANITIZE_THREAD__).
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PURGATORY_TEST_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(PURGATORY_TEST_TSAN)
+#define PURGATORY_TEST_TSAN 1
+#endif
+#if !defined(PURGATORY_TEST_TSAN)
+#define PURGATORY_TEST_TSAN 0
+#endif
+
 namespace purgatory::contract {
 
 // Keeps every batch it is given; the test runs (or drops) them when it wants: the window
@@ -169,9 +182,11 @@ class Watchdog {
 };
 
 // Counts operator new calls made by the calling thread while an instance lives (the suite
-// replaces the global operator new; see allocation_counter.cpp).
+// replaces the global operator new; see allocation_counter.cpp). Not available under
+// ThreadSanitizer: tests check available() and say so.
 class CountAllocations {
  public:
+  static constexpr bool available() { return !PURGATORY_TEST_TSAN; }
   CountAllocations();
   ~CountAllocations();
   CountAllocations(const CountAllocations&) = delete;
