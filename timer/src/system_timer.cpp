@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "purgatory/timer/detail/race_point.hpp"
+
 namespace purgatory {
 namespace detail {
 
@@ -189,7 +191,7 @@ bool TimerTask::cancel() noexcept {
         break;
       default: {  // kScheduled: only the holder of its base's lock may unlink it.
         detail::TimerBase* base = base_.load(std::memory_order_acquire);
-        PURGATORY_RACE_POINT("TimerTask::cancel: scheduled, before locking its base");
+        PURGATORY_RACE_POINT("TimerTask::cancel: saw it scheduled, before the timer's lock");
         if (base->owner->cancel_scheduled(*this, *base)) return true;
         w = word_.load(std::memory_order_acquire);
         break;
@@ -357,6 +359,7 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
       bool won = false;
       while (phase == TimerTask::kIdle || phase == TimerTask::kQueued) {
         if (only_if_pending && phase == TimerTask::kIdle) break;
+        PURGATORY_RACE_POINT("SystemTimer::schedule: state read, before taking the task");
         if (t.word_.compare_exchange_weak(
                 w,
                 TimerTask::make_word(TimerTask::with_phase(s, TimerTask::kLinking),
@@ -388,6 +391,7 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
     }
     break;
   }
+  PURGATORY_RACE_POINT("SystemTimer::schedule: unlocked, before execute or wake");
   if (!run_now.empty()) executor_->execute(run_now);
   if (wake) wake_drivers();
   return true;
@@ -584,6 +588,7 @@ bool SystemTimer::service(std::int64_t now) {
       }
       if (!batch.empty()) {
         any_due = true;
+        PURGATORY_RACE_POINT("SystemTimer::advance: batch expired, unlocked, before execute");
         executor_->execute(batch);
         batch = ExpiredBatch();
       }
@@ -734,6 +739,7 @@ std::vector<TaskRef> SystemTimer::close() {
     const std::lock_guard<std::mutex> guard(drive_mu_);
     ++wake_requests_;
   }
+  PURGATORY_RACE_POINT("SystemTimer::close: closed, unlocked, before joining the reaper");
   cv_.notify_all();
   if (wakeup_hook_)
     wakeup_hook_();  // an external driver re-arms: nothing left, so it stops waiting

@@ -1,7 +1,9 @@
 // SystemTimer: a hierarchical timing wheel with a driver, a clock and an executor.
 //
 // Kafka's SystemTimer, rebuilt for C++ servers:
-//   - add() and cancel() are O(1) and allocate nothing (the task is its own wheel entry);
+//   - add() and cancel() are O(1) and allocate nothing (the task is its own wheel entry); the
+//     exceptions are the first task that needs a wheel level never used before, and a task due
+//     at once, which is handed to the executor in a batch;
 //   - a task never runs before its deadline: deadlines are rounded *up* to the tick, so a task
 //     runs at most one tick (plus executor delay) after it is due;
 //   - the clock jumps straight to the next non-empty bucket; with nothing pending the driver
@@ -109,8 +111,10 @@ class SystemTimer final : private ClockWaiter {
     add_task(*task, delay);
   }
 
-  // As add(), with an absolute deadline on clock(), and without reading the clock: a deadline
-  // already passed runs at the next expiry pass (at once when a driver is waiting).
+  // As add(), with an absolute deadline on clock(). Reads the clock only when the wheel is empty
+  // (to catch up with it) or when the deadline is more than kMaxDelay after the wheel's time (to
+  // judge it against the clock), so a caller that already knows the time saves the read. A
+  // deadline already passed runs at the next expiry pass (at once when a driver is waiting).
   template <class T>
   requires std::is_base_of_v<TimerTask, T>
   void add_at(const boost::intrusive_ptr<T>& task, Nanos deadline) {
@@ -122,8 +126,10 @@ class SystemTimer final : private ClockWaiter {
   // traffic (Linux mod_timer, tokio's reset). Returns true when the task was pending here (in the
   // wheel, or expired but not yet started) and will now run once, at the new deadline; false when
   // it was not pending (never added, cancelled, or its run already started: then it ran at the
-  // old deadline) and nothing is scheduled. Throws as add() does for a bad delay or a closed or
-  // draining timer.
+  // old deadline) and nothing is scheduled. Throws as add() does: std::invalid_argument for a bad
+  // delay or a task pending in another timer; TimerRejected when the timer is closed or draining,
+  // or at max_pending when an expired task not yet started must go back into the wheel (its
+  // pending run is then left as it was).
   bool reschedule(TimerTask& task, Nanos delay);
 
   // Graceful stop. Stops accepting tasks (add() then throws TimerRejected with Reason::draining),

@@ -1,9 +1,9 @@
 // TimerTask: what a user schedules on a SystemTimer.
 //
 // The task *is* its own wheel entry (the Linux timer_list idea): it carries the intrusive links of
-// the bucket list it sits in, so scheduling allocates nothing, cancel() unlinks it in O(1), and
-// rescheduling moves it between buckets in place. Library memory per pending task is
-// sizeof(TimerTask) (56 bytes on x86-64, checked by a test) plus a share of the bucket headers,
+// the bucket list it sits in, so scheduling it into the wheel allocates nothing, cancel() unlinks
+// it in O(1), and rescheduling moves it between buckets in place. Library memory per pending task
+// is sizeof(TimerTask) (56 bytes on x86-64, checked by a test) plus a share of the bucket headers,
 // which do not grow with the number of tasks.
 //
 // Tasks are reference counted (boost::intrusive_ptr): the timer holds a reference while the
