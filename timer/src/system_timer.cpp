@@ -349,8 +349,9 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
       // Stable: only holders of this base's lock change it. It keeps the wheel's reference.
       TimingWheel::remove(t);
       --base.pending;
-      if (!enters_wheel && max_pending_ != 0) {
-        limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+      reserved = max_pending_ != 0;  // it holds its unit of the limit already
+      if (base.pending == 0) {       // it was alone: catch up as an add into an empty wheel does
+        base.wheel.advance_clock(now != kUnknownNow ? now : clock_->now().count());
       }
     } else {
       // Idle, or queued (withdraw that run: its job keeps its own reference and will skip). The
