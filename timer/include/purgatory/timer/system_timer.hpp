@@ -37,6 +37,7 @@
 #include "purgatory/timer/executor.hpp"
 #include "purgatory/timer/timer_task.hpp"
 #include "purgatory/timer/timing_wheel.hpp"
+#include "purgatory/timer/wheel_snapshot.hpp"
 
 namespace purgatory {
 
@@ -158,6 +159,12 @@ class SystemTimer final : private ClockWaiter {
   // For external drivers: returns the instant to sleep until (next_expiration()) and remembers it,
   // so that add() calls the wakeup hook only when something earlier arrives.
   std::optional<Nanos> arm();
+
+  // What the wheel holds now: tasks per level, and per bucket for the first
+  // `max_levels_with_buckets` levels (wheel_size counts each), the wheel time and the next
+  // expiration. Copies a few counters under the timer's lock, O(levels * wheel_size), and reads
+  // no task and calls no user code; costs nothing when not called. See wheel_snapshot.hpp.
+  [[nodiscard]] WheelSnapshot wheel_snapshot(int max_levels_with_buckets = 2) const;
 
  private:
   friend class TimerTask;

@@ -132,6 +132,12 @@ class TimingWheel {
   // Number of levels in use (1 + overflow wheels created so far).
   [[nodiscard]] int levels() const noexcept;
 
+  // Tasks in the bucket `k` ticks after the one holding current_time() (k in [0, wheel_size)).
+  [[nodiscard]] std::size_t bucket_size_ahead(int k) const noexcept {
+    const std::int64_t id = current_time_ / tick_ + k;
+    return buckets_[static_cast<std::size_t>(id % wheel_size_)].size();
+  }
+
  private:
   struct Next {
     TimingWheel* level;
