@@ -116,8 +116,9 @@ class Json {
   bool first_ = true;
 };
 
-void purgatory_json(Json& j, const LivePurgatory& p, Nanos now) {
+void purgatory_json(Json& j, const LivePurgatory& p) {
   const PurgatoryMetrics& m = p.metrics;
+  const Nanos now = p.snapshot.now;  // ages and time left as of the purgatory's own snapshot
   j.begin_object();
   j.str("name", m.name);
   j.num("waiting", m.delayed).num("watched", m.watched);
@@ -192,7 +193,6 @@ void timer_json(Json& j, const LiveState& s) {
 
 std::string to_json(const LiveState& s) {
   Json j;
-  const Nanos now = s.wheel.now;
   j.begin_object();
   j.num("version", 1);
   j.num("uptime_ms", ms(s.taken - s.started));
@@ -206,8 +206,8 @@ std::string to_json(const LiveState& s) {
   j.end_array();
   j.end_object();
   j.begin_array("purgatories");
-  purgatory_json(j, s.fetch, now);
-  purgatory_json(j, s.produce, now);
+  purgatory_json(j, s.fetch);
+  purgatory_json(j, s.produce);
   j.end_array();
   timer_json(j, s);
   j.num("partitions_total", s.partitions_total);
