@@ -13,6 +13,8 @@
 #include "purgatory/broker/metrics_server.hpp"
 #include "purgatory/broker/prometheus_exposition.hpp"
 #include "purgatory/timer/timer_task.hpp"
+#include "requests/outcome_log.hpp"
+#include "server/ui_responder.hpp"
 
 namespace purgatory::broker {
 
@@ -74,6 +76,7 @@ Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
     };
     return std::make_unique<Purgatory>(timer_, std::move(options));
   };
+  outcomes_ = std::make_unique<OutcomeLog>();
   fetch_purgatory_ = make_purgatory("fetch");
   produce_purgatory_ = make_purgatory("produce");
 }
@@ -96,11 +99,16 @@ void Broker::start() {
         std::make_unique<MetricsServer>(io_, [this] { return to_prometheus_text(metrics()); });
     metrics_server_->start(config_.metrics_host, config_.metrics_port);
   }
+  if (!config_.ui_host.empty()) start_live_view();
   accept();
 }
 
 std::uint16_t Broker::metrics_port() const noexcept {
   return metrics_server_ ? metrics_server_->port() : 0;
+}
+
+std::uint16_t Broker::ui_port() const noexcept {
+  return ui_server_ ? ui_server_->port() : 0;
 }
 
 void Broker::accept() {
@@ -129,6 +137,8 @@ void Broker::stop() {
   boost::system::error_code ec;
   acceptor_.close(ec);
   if (metrics_server_) metrics_server_->stop();
+  if (ui_server_) ui_server_->stop();
+  if (ui_responder_) ui_responder_->close("broker shutting down");
   auto connections = std::move(connections_);
   connections_.clear();
   for (auto& [id, conn] : connections)

@@ -157,7 +157,7 @@ class DelayedOperation : public TimerTask {
   bool finish_counted_ = false;      // guarded by lock_: the registry waits for finish()
   std::uint32_t num_nodes_ = 0;      // guarded by lock_
   std::uint32_t registry_slot_ = 0;  // guarded by lock_: the registry's bookkeeping
-  Nanos watched_since_{0};           // guarded by lock_
+  Nanos watched_since_{0};           // written under lock_, atomically (snapshot() reads it)
   boost::intrusive_ptr<detail::WatchRegistry> registry_;  // guarded by lock_ while pending
   std::unique_ptr<detail::WatchNode[]> nodes_;            // guarded by lock_
   std::unique_ptr<OutcomeListener> listener_;             // published by listen_state_

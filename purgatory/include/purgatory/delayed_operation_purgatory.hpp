@@ -40,6 +40,7 @@
 #include "purgatory/detail/purgatory_state.hpp"
 #include "purgatory/errors.hpp"
 #include "purgatory/purgatory_metrics.hpp"
+#include "purgatory/purgatory_snapshot.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
 #include "purgatory/timer/system_timer.hpp"
 
@@ -216,6 +217,42 @@ class DelayedOperationPurgatory {
   [[nodiscard]] SystemTimer& timer() const noexcept { return *timer_; }
   [[nodiscard]] const std::string& name() const noexcept { return state_->name(); }
   [[nodiscard]] std::size_t shard_count() const noexcept { return mask_ + 1; }
+
+  // The operations waiting now, per key, within `limits` (see purgatory_snapshot.hpp). Each shard
+  // lock is held only to count and copy: the keys (Key's copy constructor is the one piece of
+  // user code run under it), the counts and each listed operation's watched-since, deadline and
+  // key count. No operation lock is taken and no callback, Hash or KeyEqual runs. Nothing is
+  // recorded on the watch/complete paths for it: when never called it costs nothing.
+  // An operation still being set up (linked, its watch not yet committed) is counted in
+  // `waiting` but not listed. Works after shutdown() too (then it finds nothing).
+  [[nodiscard]] PurgatorySnapshot<Key> snapshot(SnapshotLimits limits = {}) const {
+    PurgatorySnapshot<Key> snap;
+    snap.now = state_->clock().now();
+    snap.keys.reserve(std::min<std::size_t>(limits.max_keys, 1024));
+    for (std::size_t i = 0; i <= mask_; ++i) {
+      Shard& shard = shards_[i];
+      const std::lock_guard<std::mutex> lock(shard.mu);
+      snap.keys_total += shard.entries.size();
+      snap.delayed += shard.delayed.load(std::memory_order_relaxed);
+      for (auto it = shard.entries.begin();
+           it != shard.entries.end() && snap.keys.size() < limits.max_keys; ++it) {
+        auto& entry =
+            snap.keys.emplace_back(typename PurgatorySnapshot<Key>::KeyEntry{it->first, 0, {}});
+        entry.waiting = it->second.nodes.size();
+        entry.operations.reserve(std::min(entry.waiting, limits.max_operations_per_key));
+        for (const detail::WatchNode& node : it->second.nodes) {
+          if (entry.operations.size() >= limits.max_operations_per_key) break;
+          // Linked here, so not yet unwatched: its node array and timeout are stable.
+          const Nanos since = Access::watched_since_relaxed(*node.op);
+          if (since == Nanos::zero()) continue;  // being set up: counted, not listed
+          const Nanos timeout = node.op->timeout();
+          entry.operations.push_back({since, since + std::max(timeout, Nanos::zero()), timeout,
+                                      static_cast<std::uint32_t>(Access::nodes(*node.op).size())});
+        }
+      }
+    }
+    return snap;
+  }
 
  private:
   using Access = detail::OperationAccess;

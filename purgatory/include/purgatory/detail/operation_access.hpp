@@ -1,6 +1,7 @@
 // Internal: the purgatory's view of an operation's watch state. Not for users.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -32,7 +33,8 @@ struct OperationAccess {
   // Requires op's lock and every node linked: from now on completing it unwatches it.
   static void commit_watch(DelayedOperation& op, Nanos now) noexcept {
     intrusive_ptr_add_ref(&op);  // the purgatory's watch reference, dropped when unwatched
-    op.watched_since_ = now;
+    // Atomic: snapshot() reads it under a shard lock only, without the operation's lock.
+    std::atomic_ref<Nanos>(op.watched_since_).store(now, std::memory_order_relaxed);
   }
   // Requires op's lock, op pending, committed, and its nodes unlinked by the caller: undoes
   // begin_watch() and commit_watch() (the watch was refused after all). The caller holds a
@@ -56,6 +58,10 @@ struct OperationAccess {
     op.num_nodes_ = 0;
   }
   static Nanos watched_since(const DelayedOperation& op) noexcept { return op.watched_since_; }
+  // For snapshot(): readable without op's lock; Nanos{0} until commit_watch().
+  static Nanos watched_since_relaxed(DelayedOperation& op) noexcept {
+    return std::atomic_ref<Nanos>(op.watched_since_).load(std::memory_order_relaxed);
+  }
   static const WatchRegistry* registry(const DelayedOperation& op) noexcept {
     return op.registry_.get();
   }

@@ -45,6 +45,7 @@
 #include "purgatory/timer/executor.hpp"
 #include "purgatory/timer/timer_task.hpp"
 #include "purgatory/timer/timing_wheel.hpp"
+#include "purgatory/timer/wheel_snapshot.hpp"
 
 namespace purgatory {
 
@@ -180,6 +181,13 @@ class SystemTimer final : private ClockWaiter {
   // step of an ahead-of-time cascade) and remembers it, so that add() calls the wakeup hook only
   // when something earlier arrives. None: nothing is pending.
   std::optional<Nanos> arm();
+
+  // What the wheels hold now, every base summed: tasks per level, and per bucket for the first
+  // `max_levels_with_buckets` levels (wheel_size counts each), the wheel time and the next
+  // expiration. Copies a few counters under each base's lock in turn (so counts taken while tasks
+  // are added can be a moment apart across bases), O(bases * levels * wheel_size); reads no task
+  // and calls no user code; costs nothing when not called. See wheel_snapshot.hpp.
+  [[nodiscard]] WheelSnapshot wheel_snapshot(int max_levels_with_buckets = 2) const;
 
  private:
   friend class TimerTask;

@@ -177,6 +177,18 @@ class TimingWheel {
   // Number of levels in use (1 + overflow wheels created so far).
   [[nodiscard]] int levels() const noexcept;
 
+  // Tasks in the bucket `k` ticks after the one holding current_time() (k in [0, wheel_size)).
+  [[nodiscard]] std::size_t bucket_size_ahead(int k) const noexcept {
+    return bucket_size_at(current_time_ / tick_ + k);
+  }
+  // Tasks in bucket number `id` (its start time / tick) of this level: 0 outside the buckets the
+  // level holds now (before its current one, or past the ring).
+  [[nodiscard]] std::size_t bucket_size_at(std::int64_t id) const noexcept {
+    const std::int64_t current = current_time_ / tick_;
+    if (id < current || id - current >= ring_) return 0;
+    return buckets_[static_cast<std::size_t>(slot_of(id))].size();
+  }
+
  private:
   struct Next {
     TimingWheel* level;
