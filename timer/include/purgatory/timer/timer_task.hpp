@@ -20,12 +20,15 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
 
 #include <boost/intrusive/list_hook.hpp>
 #include <boost/smart_ptr/intrusive_ptr.hpp>
+
+#include "purgatory/timer/detail/task_pool.hpp"
 
 namespace purgatory {
 
@@ -139,9 +142,23 @@ requires std::is_base_of_v<TimerTask, T> boost::intrusive_ptr<T> make_task(Args&
   return boost::intrusive_ptr<T>(new T(std::forward<Args>(args)...));
 }
 
-// A task that calls a callable. The callable is stored inline: one allocation per task.
+namespace detail {
+// Gives a class the task pool's memory (detail/task_pool.hpp).
+struct PoolAllocated {
+  static void* operator new(std::size_t size) { return pool_allocate(size); }
+  static void operator delete(void* block, std::size_t size) noexcept {
+    pool_deallocate(block, size);
+  }
+};
+struct HeapAllocated {};
+}  // namespace detail
+
+// A task that calls a callable. The callable is stored inline: one allocation per task, from a
+// per-thread pool (detail/task_pool.hpp) unless the callable is over-aligned.
 template <class F>
-class CallableTask final : public TimerTask {
+class CallableTask final : public TimerTask,
+                           public std::conditional_t<alignof(F) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
+                                                     detail::PoolAllocated, detail::HeapAllocated> {
  public:
   explicit CallableTask(F f) : f_(std::move(f)) {}
 
