@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -62,7 +63,35 @@ struct Options {
   double min_ms = 0;
   double max_ms = 1000;
   std::uint64_t seed = 20261130;
+  int wheel_size = 0;    // ours: 0 keeps the default
+  bool threads = false;  // print CPU per thread
 };
+
+// CPU time of each thread of this process (ns, from /proc/self/task/*/schedstat), by name.
+std::vector<std::pair<std::string, std::int64_t>> thread_cpu() {
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(e.path() / "comm");
+    std::ifstream stat(e.path() / "schedstat");
+    std::string name;
+    std::int64_t ns = 0;
+    if (std::getline(comm, name) && (stat >> ns)) out.emplace_back(name, ns);
+  }
+  return out;
+}
+
+void print_thread_cpu(const std::vector<std::pair<std::string, std::int64_t>>& before,
+                      std::size_t n) {
+  for (const auto& [name, ns] : thread_cpu()) {
+    std::int64_t was = 0;
+    for (const auto& [b_name, b_ns] : before) {
+      if (b_name == name) was = b_ns;
+    }
+    fmt::print("      thread {:<14} {:7.1f} ns/task\n", name,
+               static_cast<double>(ns - was) / static_cast<double>(n));
+  }
+}
 
 // What one run measured. due[i] and ran[i] in steady-clock nanoseconds.
 struct Run {
@@ -158,7 +187,10 @@ void wait_all(const std::atomic<std::size_t>& done, std::size_t n, const Options
 
 std::int64_t run_ours(Run& run, const std::vector<Nanos>& delays, const Options& o) {
   std::atomic<std::size_t> done{0};
-  purgatory::SystemTimer timer;  // the default: reaper thread + executor thread, 1 ms x 20
+  purgatory::TimerOptions options;  // the default: reaper thread + executor thread, 1 ms x 20
+  if (o.wheel_size != 0) options.wheel_size = o.wheel_size;
+  purgatory::SystemTimer timer(std::move(options));
+  const auto threads0 = thread_cpu();
   const std::int64_t cpu0 = process_cpu_ns();
   const std::int64_t first_add = now_ns();
   for (std::size_t i = 0; i < o.n; ++i) {
@@ -173,6 +205,7 @@ std::int64_t run_ours(Run& run, const std::vector<Nanos>& delays, const Options&
   run.add_seconds_ns = now_ns() - first_add;
   wait_all(done, o.n, o);
   run.cpu_ns = process_cpu_ns() - cpu0;
+  if (o.threads) print_thread_cpu(threads0, o.n);
   timer.close();
   return first_add;
 }
@@ -253,6 +286,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-ms", o.max_ms, "longest delay, ms")->check(CLI::Range(0.0, 3600e3));
   app.add_option("--impl", impls, "comma-separated: ours, asio");
   app.add_option("--seed", o.seed, "delay generator seed");
+  app.add_option("--wheel-size", o.wheel_size, "ours: buckets per level (default: the default)");
+  app.add_flag("--threads", o.threads, "ours: also print CPU per task of each thread");
   app.add_option("--json", json_path, "also write the results (with the lateness CDF) here");
   bool windows = false;
   app.add_flag("--windows", windows, "also print p99 and max lateness of every 50 ms window");
