@@ -48,6 +48,23 @@ def load_timer(path):
     return data.get("context", {}), ns, errors
 
 
+def load_bursts(directory):
+    """[{impl: run}] from timer_burst_<k>.json, one entry per run of timer_burst."""
+    runs = []
+    k = 1
+    while os.path.exists(os.path.join(directory, f"timer_burst_{k}.json")):
+        with open(os.path.join(directory, f"timer_burst_{k}.json")) as f:
+            data = json.load(f)
+        runs.append({r["impl"]: dict(r, n=data["n"]) for r in data["runs"]})
+        k += 1
+    return runs
+
+
+def median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if v else None
+
+
 def parse_purgatory(text):
     """{label: {achieved, cpu, elapsed, rss}} from one purgatory_bench output."""
     runs, label = {}, None
@@ -146,6 +163,20 @@ def main():
                 r = runs.get(label)
                 vals.append(per_million(r, rate, args) if r else None)
             f.write(f"{rate} " + " ".join(f"{v:.4f}" if v is not None else "NaN" for v in vals) + "\n")
+
+    # timer_burst: the lateness CDF of the run whose p99 is the median, for each implementation.
+    bursts = load_bursts(args.dir)
+    burst_impls = [i for i in ("ours", "asio") if all(i in b for b in bursts)] if bursts else []
+    with open(os.path.join(args.dir, "timer_burst_cdf.dat"), "w") as f:
+        f.write("quantile " + " ".join(burst_impls) + "\n")
+        cdfs = []
+        for impl in burst_impls:
+            p99s = sorted(b[impl]["p99_ms"] for b in bursts)
+            mid = next(b[impl] for b in bursts if b[impl]["p99_ms"] == p99s[len(p99s) // 2])
+            cdfs.append(mid["cdf_ms"])
+        for q in range(len(cdfs[0]) if cdfs else 0):
+            # Lateness below 10 us is drawn at 10 us (log scale).
+            f.write(f"{q / 1000:.3f} " + " ".join(f"{max(c[q], 0.01):.4f}" for c in cdfs) + "\n")
 
     # Runs stopped before they finished: a cross at the top of the plot, labelled.
     top = max([per_million(r, rate, args) or 0 for rate, runs in purg for r in runs.values()] + [1])
@@ -255,6 +286,33 @@ def main():
         w(f"| {pending_label(p)} | " + " | ".join(fmt_ns(ns.get(("Wheel", m, p))) for m in MOVES)
           + f" | {ratio(ns.get(('Wheel', 'Reschedule', p)), ns.get(('Wheel', 'CancelAdd', p)))} |")
     w("")
+
+    if bursts and burst_impls:
+        w("## Timer: a burst on the real clock")
+        w("")
+        w(f"`timer_burst`, run {len(bursts)} times: one thread adds {bursts[0][burst_impls[0]]['n']:,} "
+          "tasks as fast as it can, delays uniform over the range, on the steady clock; each task records")
+        w("how late it ran against (clock at its add + delay). Ours is the default `SystemTimer` (reaper")
+        w("and executor threads); Asio is one io_context thread adding `steady_timer`s in chunks of 1024")
+        w("handlers. CPU is the whole process's, from the first add until the last task ran, per task.")
+        w("Each cell: the median of the runs (each run's figures are in `timer_burst_<k>.json`).")
+        w("")
+        cols = [("cpu_per_task_ns", "CPU ns/task", "{:.0f}"), ("p50_ms", "p50 ms", "{:.2f}"),
+                ("p99_ms", "p99 ms", "{:.2f}"), ("p999_ms", "p99.9 ms", "{:.2f}"),
+                ("max_ms", "max ms", "{:.2f}"), ("worst_window_max_ms", "worst 50 ms window, max ms", "{:.2f}"),
+                ("early", "early", "{:.0f}")]
+        w("| impl | " + " | ".join(c[1] for c in cols) + " |")
+        w("|---|" + "---:|" * len(cols))
+        for impl in burst_impls:
+            w(f"| {impl} | " + " | ".join(c[2].format(median([b[impl][c[0]] for b in bursts]))
+                                          for c in cols) + " |")
+        if "ours" in burst_impls and "asio" in burst_impls:
+            r = median([b["ours"]["cpu_per_task_ns"] / b["asio"]["cpu_per_task_ns"] for b in bursts])
+            w("")
+            w(f"CPU per task, ours over Asio's in the same run (median of the runs): {r:.2f}.")
+        w("")
+        w("![lateness CDF of the burst](img/timer_burst_cdf.png)")
+        w("")
 
     w("## Purgatory: CPU time against request rate")
     w("")

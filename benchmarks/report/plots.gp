@@ -31,6 +31,21 @@ do for [wl in 'addcancel addatcancel addexpire'] {
        title columnhead(i)
 }
 
+# timer_burst: lateness CDF of the median run of each implementation (make_report.py).
+unset logscale
+set logscale x 10
+set format x '%g'
+set xrange [*:*]
+set yrange [0:1]
+set xlabel 'lateness, ms (log scale; below 10 us drawn at 10 us)'
+set ylabel 'fraction of tasks run at most this late'
+set title 'timer\_burst: 1M tasks added at once, delays 0..1000 ms, real clock'
+set output sprintf('%s/timer_burst_cdf.png', img)
+plot sprintf('%s/timer_burst_cdf.dat', dir) using 2:1 with lines ls 1 title columnhead(2), \
+     '' using 3:1 with lines ls 2 title columnhead(3)
+set xtics auto
+set format y '%g'
+
 unset logscale
 unset format
 set logscale x 10
@@ -48,3 +63,4 @@ plot sprintf('%s/purgatory.dat', dir) using 1:2 with linespoints ls 1 title 'our
      sprintf('%s/purgatory_unfinished.dat', dir) using 1:2 with points pt 2 ps 2 lw 2 \
        lc rgb '#d95f02' notitle, \
      '' using 1:2:3 with labels center offset 0,1.3 notitle
+
