@@ -60,11 +60,11 @@ void PeriodicTask::schedule_next(Nanos finished) {
     std::lock_guard<std::mutex> guard(mu_);
     if (stopped_) return;
     next = mode_ == Mode::fixed_delay ? finished + period_ : deadline_ + period_;
-    // A deadline equal to the finish time is not missed: it is due now.
     if (mode_ == Mode::fixed_rate && next < finished) {
-      // Missed deadlines are skipped: jump to the first grid point after the late run ended.
-      const auto missed = (finished - deadline_) / period_;
-      next = deadline_ + (missed + 1) * period_;
+      // Missed deadlines are skipped: the next run is the first grid point at or after the end
+      // of the late run. One equal to the finish time is not missed: it is due now.
+      const auto periods = (finished - deadline_ + period_ - Nanos{1}) / period_;  // rounded up
+      next = deadline_ + periods * period_;
     }
     deadline_ = next;
     timer = owner_;
