@@ -13,14 +13,34 @@ void PeriodicTask::start(SystemTimer& timer, Nanos initial_delay, Nanos period, 
     throw std::invalid_argument(
         fmt::format("PeriodicTask::start: period must be > 0 ns, got {} ns", period.count()));
   }
+  // Every later run is re-added `period` after a deadline: a period add() would refuse must be
+  // refused here, not by the re-add at the end of the first run (inside run(), where it could only
+  // be reported).
+  if (period > SystemTimer::kMaxDelay) {
+    throw std::invalid_argument(
+        fmt::format("PeriodicTask::start: period {} ns exceeds the maximum delay {} ns",
+                    period.count(), SystemTimer::kMaxDelay.count()));
+  }
+  if (initial_delay > SystemTimer::kMaxDelay) {
+    throw std::invalid_argument(
+        fmt::format("PeriodicTask::start: initial delay {} ns exceeds the maximum delay {} ns",
+                    initial_delay.count(), SystemTimer::kMaxDelay.count()));
+  }
   Nanos first;
   {
     std::lock_guard<std::mutex> guard(mu_);
+    const Nanos now = timer.clock().now();
+    if (initial_delay > Nanos::zero() && now > Nanos::max() - initial_delay) {
+      throw std::invalid_argument(
+          fmt::format("PeriodicTask::start: initial delay {} ns from now ({} ns) overflows the "
+                      "clock",
+                      initial_delay.count(), now.count()));
+    }
     owner_ = &timer;
     period_ = period;
     mode_ = mode;
     stopped_ = false;
-    deadline_ = timer.clock().now() + std::max(initial_delay, Nanos::zero());
+    deadline_ = now + std::max(initial_delay, Nanos::zero());
     first = deadline_;
   }
   // Never under mu_: the executor may run the task at once (an inline one, on this thread), and

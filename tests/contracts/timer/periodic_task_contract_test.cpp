@@ -382,31 +382,64 @@ TEST_CASE(
 
 TEST_CASE(
     "periodic_task.hpp: start() with an initial delay of Nanos::max() throws "
-    "std::invalid_argument, as add() does, and runs nothing" *
-    doctest::skip(true)) {
-  // FAILS: start() computes now + initial_delay without a check: it overflows (undefined
-  // behaviour; in practice a negative deadline) and the first run happens at once.
+    "std::invalid_argument naming it, as add() does, and runs nothing") {
   ManualTimer m;
   m.advance(1ms);  // any clock but 0
   auto task = purgatory::make_periodic([] {});
-  CHECK_THROWS_AS(task->start(m.timer, Nanos::max(), 1ms, PeriodicTask::Mode::fixed_rate),
-                  std::invalid_argument);
+  CHECK_THROWS_WITH_AS(task->start(m.timer, Nanos::max(), 1ms, PeriodicTask::Mode::fixed_rate),
+                       doctest::Contains("9223372036854775807 ns"), std::invalid_argument);
+  CHECK_FALSE(task->is_pending());
+  run_until(m, 10ms);
   CHECK(task->run_count() == 0);
-  task->cancel();
 }
 
 TEST_CASE(
-    "periodic_task.hpp: start() with a period above kMaxDelay throws std::invalid_argument, as "
-    "add() does for that delay" *
-    doctest::skip(true)) {
-  // FAILS: start() accepts it; the first run happens, then the re-add throws from inside run()
-  // (reported to on_task_error) and the schedule ends silently.
+    "periodic_task.hpp: start() with an initial delay whose deadline overflows the clock throws "
+    "std::invalid_argument naming it, and runs nothing") {
+  ManualClock clock(Nanos::max() - 1h);
+  SystemTimer timer(TimerOptions{.clock = &clock,
+                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
+                                 .driver = TimerOptions::Driver::external});
+  auto task = purgatory::make_periodic([] {});
+  CHECK_THROWS_WITH_AS(task->start(timer, 2h, 1ms, PeriodicTask::Mode::fixed_rate),
+                       doctest::Contains("7200000000000 ns"), std::invalid_argument);
+  CHECK_FALSE(task->is_pending());
+  CHECK(task->run_count() == 0);
+}
+
+TEST_CASE(
+    "periodic_task.hpp: start() with a period above kMaxDelay throws std::invalid_argument "
+    "naming it, as add() does for that delay; kMaxDelay itself is accepted") {
   ManualTimer m;
   auto task = purgatory::make_periodic([] {});
-  CHECK_THROWS_AS(
+  CHECK_THROWS_WITH_AS(
       task->start(m.timer, 1ms, SystemTimer::kMaxDelay + 1ms, PeriodicTask::Mode::fixed_rate),
+      doctest::Contains("3153600000001000000 ns"), std::invalid_argument);
+  CHECK_FALSE(task->is_pending());
+  run_until(m, 5ms);
+  CHECK(task->run_count() == 0);
+  // The longest period add() accepts: the first run happens and the next one is scheduled.
+  task->start(m.timer, 1ms, SystemTimer::kMaxDelay, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 10ms);
+  CHECK(task->run_count() == 1);
+  CHECK(task->is_pending());
+  CHECK(task->cancel());
+}
+
+TEST_CASE(
+    "periodic_task.hpp: a start() refused for a bad value leaves a scheduled task as it was") {
+  ManualTimer m;
+  std::vector<Nanos> at;
+  auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
+  task->start(m.timer, 5ms, 5ms, PeriodicTask::Mode::fixed_rate);
+  CHECK_THROWS_AS(
+      task->start(m.timer, 1ms, SystemTimer::kMaxDelay + 1ns, PeriodicTask::Mode::fixed_delay),
       std::invalid_argument);
-  task->cancel();
+  CHECK_THROWS_AS(task->start(m.timer, Nanos::max(), 1ms, PeriodicTask::Mode::fixed_delay),
+                  std::invalid_argument);
+  run_until(m, 12ms);
+  CHECK(at == std::vector<Nanos>{5ms, 10ms});
+  CHECK(task->cancel());
 }
 
 TEST_CASE(

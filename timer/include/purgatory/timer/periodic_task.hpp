@@ -41,7 +41,9 @@ class PeriodicTask : public TimerTask {
 
   // Schedules the first run `initial_delay` from now on `timer` (<= 0: at once), then one run
   // every `period`. Starting a task that is already scheduled restarts it with the new schedule.
-  // Throws std::invalid_argument for a period <= 0, and what SystemTimer::add() throws.
+  // Throws std::invalid_argument, naming the value, for a period <= 0 or above
+  // SystemTimer::kMaxDelay, or an initial delay above kMaxDelay or whose deadline overflows the
+  // clock (the task is then left as it was); and what SystemTimer::add() throws.
   void start(SystemTimer& timer, Nanos initial_delay, Nanos period, Mode mode);
 
   // Runs completed so far.
