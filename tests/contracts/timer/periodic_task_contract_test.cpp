@@ -166,31 +166,49 @@ TEST_CASE(
 
 TEST_CASE(
     "periodic_task.hpp: runs never overlap, even when start() is called from the task's own run "
-    "with a first run due at once" *
-    doctest::skip(true)) {
-  // FAILS: on an InlineExecutor, start(timer, 0, ...) inside run_once() runs the task again
-  // inside the current run_once() (nested, depth 2).
-  ManualTimer m;
+    "with a first run due at once: the new schedule's first run follows the end of that run") {
+  ManualTimer m;  // inline executor: a run due at once would run inside the current one
   Overlap overlap;
   boost::intrusive_ptr<PeriodicTask> task;
-  int runs = 0;
+  std::vector<Nanos> at;
+  bool pending_after_start = true;
   task = purgatory::make_periodic([&] {
     overlap.enter();
-    if (++runs == 1) task->start(m.timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate);
+    at.push_back(m.clock.now());
+    if (at.size() == 1) {
+      task->start(m.timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate);
+      pending_after_start = task->is_pending();
+    }
     overlap.leave();
   });
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
   run_until(m, 50ms);
   task->cancel();
   CHECK(overlap.most.load() == 1);
+  CHECK_FALSE(pending_after_start);  // "is_pending() is false until then"
+  // The restart's first run at once (10 ms) after the run that called start(), then its grid.
+  CHECK(at == std::vector<Nanos>{10ms, 10ms, 20ms, 30ms, 40ms, 50ms});
+}
+
+TEST_CASE(
+    "periodic_task.hpp: start() from the task's own run with a later first deadline: the new "
+    "schedule's first run is at that deadline, then one every period") {
+  ManualTimer m;
+  boost::intrusive_ptr<PeriodicTask> task;
+  std::vector<Nanos> at;
+  task = purgatory::make_periodic([&] {
+    at.push_back(m.clock.now());
+    if (at.size() == 1) task->start(m.timer, 25ms, 5ms, PeriodicTask::Mode::fixed_rate);
+  });
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 45ms);
+  task->cancel();
+  CHECK(at == std::vector<Nanos>{10ms, 35ms, 40ms, 45ms});
 }
 
 TEST_CASE(
     "periodic_task.hpp: runs never overlap, even when another thread restarts the task during a "
-    "run (2-thread executor)" *
-    doctest::skip(true)) {
-  // FAILS: start() from another thread during a run adds the task again; the second pool thread
-  // runs run_once() while the first run is still in it.
+    "run (2-thread executor); the new schedule's first run follows the end of that run") {
   ManualClock clock;
   auto pool = std::make_shared<PoolExecutor>(2);
   SystemTimer timer(
@@ -199,6 +217,8 @@ TEST_CASE(
   Signal in_first;
   Signal restarted;
   std::atomic<int> runs{0};
+  std::atomic<bool> first_over{false};
+  std::atomic<bool> second_after_first{false};
   auto task = purgatory::make_periodic([&] {
     overlap.enter();
     if (runs.fetch_add(1) == 0) {
@@ -206,6 +226,9 @@ TEST_CASE(
       CHECK(restarted.wait());
       // Give a second run every chance to start now if it is going to.
       std::this_thread::sleep_for(100ms);
+      first_over = true;
+    } else if (runs.load() == 2) {
+      second_after_first = first_over.load();
     }
     overlap.leave();
   });
@@ -214,6 +237,7 @@ TEST_CASE(
   timer.advance_clock(Nanos::zero());
   REQUIRE(in_first.wait());
   task->start(timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate);  // restart, due at once
+  CHECK_FALSE(task->is_pending());  // scheduled by the run in progress, when it ends
   restarted.set();
   const auto give_up = std::chrono::steady_clock::now() + 10s;
   while (runs.load() < 2 && std::chrono::steady_clock::now() < give_up)
@@ -221,6 +245,84 @@ TEST_CASE(
   task->cancel();
   pool->shutdown();
   CHECK(overlap.most.load() == 1);
+  CHECK(runs.load() == 2);  // the restart's first run, at once after the first ended; no other
+  CHECK(second_after_first.load());
+}
+
+TEST_CASE(
+    "periodic_task.hpp: no run is ever early, even when the old schedule's run comes due while "
+    "start() is restarting the task (exact interleaving)") {
+  // At 9 ms start() moves the first run to 29 ms; between its lock and its add the clock reaches
+  // the old schedule's 10 ms run, which the timer hands over. That run is not due under the new
+  // schedule: no run_once() before 29 ms.
+  ManualTimer m;
+  std::vector<Nanos> at;
+  auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 9ms);
+  bool first = true;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"PeriodicTask::start: unlocked, before add", [&] {
+                                        if (std::exchange(first, false)) m.advance(1ms);
+                                      }}}});
+  task->start(m.timer, 20ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 40ms);
+  task->cancel();
+  CHECK(schedule.hits("PeriodicTask::start: unlocked, before add") == 1);
+  CHECK(at == std::vector<Nanos>{29ms, 39ms});
+}
+
+TEST_CASE(
+    "periodic_task.hpp: runs never overlap and the schedule goes on when start() from another "
+    "thread races runs on a 2-thread executor (seeded schedule, 10 rounds)") {
+  std::uint64_t hits = 0;
+  for (std::uint64_t round = 0; round < 10; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(round);
+    INFO("seed " << seed);
+    ManualClock clock;
+    auto pool = std::make_shared<PoolExecutor>(2);
+    SystemTimer timer(
+        TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+    RaceSchedule schedule(
+        {.seed = seed, .pause_probability = 0.5, .max_pause = 100us, .only = "PeriodicTask"});
+    Overlap overlap;
+    auto task = purgatory::make_periodic([&] {
+      overlap.enter();
+      std::this_thread::sleep_for(50us);
+      overlap.leave();
+    });
+    task->start(timer, 0ms, 1ms, PeriodicTask::Mode::fixed_rate);
+    std::atomic<bool> stop{false};
+    std::thread driver([&] {
+      while (!stop.load()) {
+        clock.advance(1ms);
+        timer.advance_clock(Nanos::zero());
+        std::this_thread::sleep_for(20us);
+      }
+    });
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < 40; ++i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+      const auto mode =
+          rng() % 2 == 0 ? PeriodicTask::Mode::fixed_rate : PeriodicTask::Mode::fixed_delay;
+      task->start(timer, std::chrono::milliseconds(rng() % 3),
+                  std::chrono::milliseconds(1 + rng() % 3), mode);
+    }
+    // The last start() left a schedule in force: it goes on.
+    const std::uint64_t at_last_start = task->run_count();
+    const auto give_up = std::chrono::steady_clock::now() + 20s;
+    while (task->run_count() < at_last_start + 3 && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::yield();
+    CHECK(task->run_count() >= at_last_start + 3);
+    task->cancel();
+    stop = true;
+    driver.join();
+    pool->shutdown();
+    CHECK(overlap.most.load() == 1);
+    hits += schedule.hits("PeriodicTask::");
+  }
+  CHECK(hits > 0);
 }
 
 TEST_CASE(
