@@ -12,10 +12,12 @@
 // that task is dropped, at once when the caller of close() ignores what it returned). Exactly one
 // completion per wait. The handler is posted to its associated executor (never run inside the
 // initiating call, nor on the timer's threads), and a pending wait counts as outstanding work of
-// that executor: for a handler bound to an io_context (a coroutine's use_awaitable,
-// bind_executor(io, ...)), io_context::run() does not return while the wait is pending. A plain
-// lambda's associated executor is Asio's system executor: its handler runs on a system-executor
-// thread and keeps no io_context busy.
+// that executor, from the moment async_wait() accepted it (before it returns) until it completes:
+// for a handler bound to an io_context (a coroutine's use_awaitable, bind_executor(io, ...)),
+// io_context::run() does not return while the wait is pending. A refused wait (see async_wait()
+// below) takes no work, so it leaves that executor as it was. A plain lambda's associated
+// executor is Asio's system executor: its handler runs on a system-executor thread and keeps no
+// io_context busy.
 //
 // Cancelling. Boost 1.74's Asio has no per-operation cancellation slots (they came in Boost 1.77),
 // so a wait takes an optional C++20 std::stop_token before the completion token:
@@ -73,42 +75,59 @@ struct CancelRequest {
 };
 
 // The handler of one asynchronous operation, completed exactly once: the first complete() posts
-// handler(args...) to the handler's associated executor, later calls do nothing. Until then it
-// holds outstanding work on that executor. Also owns the operation's cancellation hooks.
-// Thread-safe: complete() and abandon() may race from any threads; watch_cancellation() is called
-// once, by the initiating call, before anything else can reach this object.
+// handler(args...) to the handler's associated executor, later calls do nothing. From accepted()
+// until then it holds outstanding work on that executor. Also owns the operation's cancellation
+// hooks. Thread-safe: complete(), accepted() and abandon() may race from any threads;
+// watch_cancellation() is called once, by the initiating call, before anything else can reach
+// this object.
 template <class Handler>
 class AsyncCompletion {
  public:
   explicit AsyncCompletion(Handler handler)
-      : handler_(std::move(handler)),
-        work_(boost::asio::make_work_guard(boost::asio::get_associated_executor(handler_))) {}
+      : handler_(std::move(handler)), executor_(boost::asio::get_associated_executor(handler_)) {}
   AsyncCompletion(const AsyncCompletion&) = delete;
   AsyncCompletion& operator=(const AsyncCompletion&) = delete;
   ~AsyncCompletion() = default;
 
+  // The initiating call accepted the operation: until it completes, it is outstanding work of
+  // the handler's executor. Not earlier: work released by a refused call would stop an
+  // io_context that has no other work (io_context::run() then returns at once until restart()).
+  void accepted() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (!done_.load(std::memory_order_relaxed)) work_.emplace(executor_);
+  }
+
   // Returns true when this call completed the operation.
   template <class... Args>
   bool complete(Args... args) {
-    if (done_.exchange(true, std::memory_order_acq_rel)) return false;
-    auto executor = work_.get_executor();
-    boost::asio::post(executor, [handler = std::move(handler_),
+    std::optional<Work> work;  // released after the post: the posted handler is work by itself
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      if (done_.load(std::memory_order_relaxed)) return false;
+      done_.store(true, std::memory_order_release);
+      if (work_) {
+        work.emplace(std::move(*work_));
+        work_.reset();
+      }
+    }
+    boost::asio::post(executor_, [handler = std::move(handler_),
 #if BOOST_VERSION >= 107700
-                                 slot = slot_,
+                                  slot = slot_,
 #endif
-                                 args...]() mutable {
+                                  args...]() mutable {
 #if BOOST_VERSION >= 107700
       if (slot.is_connected()) slot.clear();  // on the handler's executor, where slots are used
 #endif
       std::move(handler)(args...);
     });
-    work_.reset();  // the posted handler is outstanding work by itself
     return true;
   }
 
-  // The initiating call failed and throws: the handler must never be called.
+  // The initiating call failed and throws: the handler must never be called. Takes no work
+  // from the executor (accepted() was not called).
   void abandon() noexcept {
-    if (!done_.exchange(true, std::memory_order_acq_rel)) work_.reset();
+    const std::lock_guard<std::mutex> lock(mu_);
+    done_.store(true, std::memory_order_release);
   }
 
   [[nodiscard]] bool is_done() const noexcept {
@@ -137,9 +156,14 @@ class AsyncCompletion {
   }
 
  private:
-  std::atomic<bool> done_{false};
-  Handler handler_;  // moved out by the completing call
-  boost::asio::executor_work_guard<boost::asio::associated_executor_t<Handler>> work_;
+  using Executor = boost::asio::associated_executor_t<Handler>;
+  using Work = boost::asio::executor_work_guard<Executor>;
+
+  std::mutex mu_;                  // orders accepted() against complete() and abandon()
+  std::atomic<bool> done_{false};  // written under mu_
+  Handler handler_;                // moved out by the completing call
+  const Executor executor_;
+  std::optional<Work> work_;  // guarded by mu_: from accepted() until the completion
 #if BOOST_VERSION >= 107700
   boost::asio::associated_cancellation_slot_t<Handler> slot_;
 #endif
@@ -231,6 +255,7 @@ struct InitiateTimerWait {
       wait->completion().abandon();
       throw;
     }
+    wait->completion().accepted();
     PURGATORY_RACE_POINT("async_wait: task added, before marking it scheduled");
     wait->scheduled();
   }
@@ -240,8 +265,9 @@ struct InitiateTimerWait {
 
 // Waits `delay` on `timer`; completion signature void(boost::system::error_code). Throws what
 // SystemTimer::add() throws (std::invalid_argument for a bad delay, TimerRejected when the timer
-// is closed, draining or full), and then the handler is never called. With a coroutine token
-// that happens when the wait is awaited.
+// is closed, draining or full), and then the handler is never called and its executor is left as
+// it was (an io_context with no other work is not stopped). With a coroutine token that happens
+// when the wait is awaited.
 template <class CompletionToken>
 auto async_wait(SystemTimer& timer, Nanos delay, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
