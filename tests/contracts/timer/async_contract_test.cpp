@@ -380,7 +380,8 @@ TEST_CASE(
 
 TEST_CASE(
     "async.hpp: with use_awaitable, each refusal throws what add() throws at its co_await (bad "
-    "delay, full), with or without a stop_token; a cancelled wait still throws operation_aborted "
+    "delay, full), with or without a stop_token, and a cancelled wait still throws "
+    "operation_aborted "
     "and the coroutine goes on to a wait that succeeds") {
   ManualTimer m(1ms, 20, /*max_pending=*/1);
   boost::asio::io_context filler_io;
@@ -432,7 +433,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "async.hpp: with redirect_error(use_awaitable, ec), a refused wait throws at co_await; error "
+    "async.hpp: with redirect_error(use_awaitable, ec), a refused wait throws at co_await, and "
+    "error "
     "codes go to ec (operation_aborted for a cancelled wait, cleared for one that ran)") {
   ManualTimer m;
   boost::asio::io_context io;

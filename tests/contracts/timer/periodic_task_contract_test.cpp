@@ -208,7 +208,7 @@ TEST_CASE(
 
 TEST_CASE(
     "periodic_task.hpp: runs never overlap, even when another thread restarts the task during a "
-    "run (2-thread executor); the new schedule's first run follows the end of that run") {
+    "run (2-thread executor): the new schedule's first run follows the end of that run") {
   ManualClock clock;
   auto pool = std::make_shared<PoolExecutor>(2);
   SystemTimer timer(
@@ -511,7 +511,7 @@ TEST_CASE(
 
 TEST_CASE(
     "periodic_task.hpp: start() with a period above kMaxDelay throws std::invalid_argument "
-    "naming it, as add() does for that delay; kMaxDelay itself is accepted") {
+    "naming it, as add() does for that delay, and accepts kMaxDelay itself") {
   ManualTimer m;
   auto task = purgatory::make_periodic([] {});
   CHECK_THROWS_WITH_AS(

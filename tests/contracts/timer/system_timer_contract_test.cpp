@@ -834,7 +834,7 @@ TEST_CASE(
 
 TEST_CASE(
     "system_timer.hpp: the wakeup hook is called, with no lock held, when an add() is due before "
-    "the instant arm() last returned; arm() returns next_expiration(), or the step of an "
+    "the instant arm() last returned, and arm() returns next_expiration(), or the step of an "
     "ahead-of-time cascade when one is due first") {
   ManualClock clock;
   SystemTimer timer(TimerOptions{.clock = &clock,
