@@ -193,6 +193,23 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "async.hpp: a stop requested before the call cancels it at once, even with a delay of 0 on an "
+    "inline executor: operation_aborted" *
+    doctest::skip(true)) {
+  // FAILS: the initiation adds the task before it looks at the stop (scheduled()); a delay <= 0
+  // on an inline executor runs the task inside add(), so the wait succeeds although the stop was
+  // requested before the call. (On a thread executor the run may likewise start first.)
+  ManualTimer m;  // inline executor: a delay of 0 runs the task inside add()
+  boost::asio::io_context io;
+  Completions c{io, {}};
+  std::stop_source stop;
+  stop.request_stop();
+  purgatory::async_wait(m.timer, 0ms, stop.get_token(), c.handler());
+  io.run();
+  CHECK(c.seen == std::vector<error_code>{kAborted});
+}
+
+TEST_CASE(
     "async.hpp: a stop that comes once the task started running changes nothing: the wait "
     "succeeds once") {
   ManualTimer m;
