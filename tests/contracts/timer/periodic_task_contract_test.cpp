@@ -250,6 +250,42 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "periodic_task.hpp: start() during a run on a timer closed before the run ends: the run's "
+    "add is refused, the schedule ends, and nothing is reported as a task error") {
+  ManualClock clock;
+  auto pool = std::make_shared<PoolExecutor>(2);
+  std::atomic<int> errors{0};
+  SystemTimer timer(
+      TimerOptions{.clock = &clock,
+                   .executor = pool,
+                   .driver = TimerOptions::Driver::external,
+                   .on_task_error = [&](const purgatory::TimerTask&, std::exception_ptr) {
+                     errors.fetch_add(1);
+                   }});
+  Signal in_run;
+  Signal go;
+  std::atomic<int> runs{0};
+  auto task = purgatory::make_periodic([&] {
+    if (runs.fetch_add(1) == 0) {
+      in_run.set();
+      CHECK(go.wait());
+    }
+  });
+  task->start(timer, 1ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  clock.advance(1ms);
+  timer.advance_clock(Nanos::zero());
+  REQUIRE(in_run.wait());
+  CHECK_NOTHROW(task->start(timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate));  // recorded
+  CHECK(timer.close().empty());
+  go.set();
+  pool->shutdown();  // the run has ended
+  CHECK(runs.load() == 1);
+  CHECK(task->run_count() == 1);
+  CHECK_FALSE(task->is_pending());
+  CHECK(errors.load() == 0);
+}
+
+TEST_CASE(
     "periodic_task.hpp: no run is ever early, even when the old schedule's run comes due while "
     "start() is restarting the task (exact interleaving)") {
   // At 9 ms start() moves the first run to 29 ms; between its lock and its add the clock reaches

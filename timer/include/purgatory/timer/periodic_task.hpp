@@ -45,7 +45,8 @@ class PeriodicTask : public TimerTask {
   // Schedules the first run `initial_delay` from now on `timer` (<= 0: at once), then one run
   // every `period`. Starting a task that is already scheduled restarts it with the new schedule.
   // During a run, the first run of the new schedule is scheduled when that run ends (see the top;
-  // is_pending() is false until then).
+  // is_pending() is false until then, and a timer refusing that add then ends the schedule, as
+  // for any later run).
   // Throws std::invalid_argument, naming the value, for a period <= 0 or above
   // SystemTimer::kMaxDelay, or an initial delay above kMaxDelay or whose deadline overflows the
   // clock (the task is then left as it was); and what SystemTimer::add() throws.
