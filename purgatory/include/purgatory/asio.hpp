@@ -146,6 +146,7 @@ struct InitiateOutcomeWait {
       wait->completion().abandon();
       throw;
     }
+    wait->completion().accepted();  // outstanding work from here (a refusal leaves none behind)
     // Held before the requests are routed: a stop already requested withdraws it right here.
     wait->hold(op);
     if (!wait->completion().watch_cancellation(wait, &Wait::request_cancel, std::move(stop))) {

@@ -111,10 +111,7 @@ TEST_CASE(
 
 TEST_CASE(
     "periodic_task.hpp: fixed rate: a run lasting exactly two periods is followed by the grid "
-    "deadline at its end, not a period later" *
-    doctest::skip(true)) {
-  // FAILS: schedule_next() skips the grid point equal to the finish time when more than one
-  // period was missed (next at 40 ms instead of 30 ms).
+    "deadline at its end, not a period later") {
   ManualTimer m;
   std::vector<Nanos> at;
   auto task = purgatory::make_periodic([&] {
@@ -169,31 +166,49 @@ TEST_CASE(
 
 TEST_CASE(
     "periodic_task.hpp: runs never overlap, even when start() is called from the task's own run "
-    "with a first run due at once" *
-    doctest::skip(true)) {
-  // FAILS: on an InlineExecutor, start(timer, 0, ...) inside run_once() runs the task again
-  // inside the current run_once() (nested, depth 2).
-  ManualTimer m;
+    "with a first run due at once: the new schedule's first run follows the end of that run") {
+  ManualTimer m;  // inline executor: a run due at once would run inside the current one
   Overlap overlap;
   boost::intrusive_ptr<PeriodicTask> task;
-  int runs = 0;
+  std::vector<Nanos> at;
+  bool pending_after_start = true;
   task = purgatory::make_periodic([&] {
     overlap.enter();
-    if (++runs == 1) task->start(m.timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate);
+    at.push_back(m.clock.now());
+    if (at.size() == 1) {
+      task->start(m.timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate);
+      pending_after_start = task->is_pending();
+    }
     overlap.leave();
   });
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
   run_until(m, 50ms);
   task->cancel();
   CHECK(overlap.most.load() == 1);
+  CHECK_FALSE(pending_after_start);  // "is_pending() is false until then"
+  // The restart's first run at once (10 ms) after the run that called start(), then its grid.
+  CHECK(at == std::vector<Nanos>{10ms, 10ms, 20ms, 30ms, 40ms, 50ms});
+}
+
+TEST_CASE(
+    "periodic_task.hpp: start() from the task's own run with a later first deadline: the new "
+    "schedule's first run is at that deadline, then one every period") {
+  ManualTimer m;
+  boost::intrusive_ptr<PeriodicTask> task;
+  std::vector<Nanos> at;
+  task = purgatory::make_periodic([&] {
+    at.push_back(m.clock.now());
+    if (at.size() == 1) task->start(m.timer, 25ms, 5ms, PeriodicTask::Mode::fixed_rate);
+  });
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 45ms);
+  task->cancel();
+  CHECK(at == std::vector<Nanos>{10ms, 35ms, 40ms, 45ms});
 }
 
 TEST_CASE(
     "periodic_task.hpp: runs never overlap, even when another thread restarts the task during a "
-    "run (2-thread executor)" *
-    doctest::skip(true)) {
-  // FAILS: start() from another thread during a run adds the task again; the second pool thread
-  // runs run_once() while the first run is still in it.
+    "run (2-thread executor): the new schedule's first run follows the end of that run") {
   ManualClock clock;
   auto pool = std::make_shared<PoolExecutor>(2);
   SystemTimer timer(
@@ -202,6 +217,8 @@ TEST_CASE(
   Signal in_first;
   Signal restarted;
   std::atomic<int> runs{0};
+  std::atomic<bool> first_over{false};
+  std::atomic<bool> second_after_first{false};
   auto task = purgatory::make_periodic([&] {
     overlap.enter();
     if (runs.fetch_add(1) == 0) {
@@ -209,6 +226,9 @@ TEST_CASE(
       CHECK(restarted.wait());
       // Give a second run every chance to start now if it is going to.
       std::this_thread::sleep_for(100ms);
+      first_over = true;
+    } else if (runs.load() == 2) {
+      second_after_first = first_over.load();
     }
     overlap.leave();
   });
@@ -217,6 +237,7 @@ TEST_CASE(
   timer.advance_clock(Nanos::zero());
   REQUIRE(in_first.wait());
   task->start(timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate);  // restart, due at once
+  CHECK_FALSE(task->is_pending());  // scheduled by the run in progress, when it ends
   restarted.set();
   const auto give_up = std::chrono::steady_clock::now() + 10s;
   while (runs.load() < 2 && std::chrono::steady_clock::now() < give_up)
@@ -224,6 +245,120 @@ TEST_CASE(
   task->cancel();
   pool->shutdown();
   CHECK(overlap.most.load() == 1);
+  CHECK(runs.load() == 2);  // the restart's first run, at once after the first ended; no other
+  CHECK(second_after_first.load());
+}
+
+TEST_CASE(
+    "periodic_task.hpp: start() during a run on a timer closed before the run ends: the run's "
+    "add is refused, the schedule ends, and nothing is reported as a task error") {
+  ManualClock clock;
+  auto pool = std::make_shared<PoolExecutor>(2);
+  std::atomic<int> errors{0};
+  SystemTimer timer(
+      TimerOptions{.clock = &clock,
+                   .executor = pool,
+                   .driver = TimerOptions::Driver::external,
+                   .on_task_error = [&](const purgatory::TimerTask&, std::exception_ptr) {
+                     errors.fetch_add(1);
+                   }});
+  Signal in_run;
+  Signal go;
+  std::atomic<int> runs{0};
+  auto task = purgatory::make_periodic([&] {
+    if (runs.fetch_add(1) == 0) {
+      in_run.set();
+      CHECK(go.wait());
+    }
+  });
+  task->start(timer, 1ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  clock.advance(1ms);
+  timer.advance_clock(Nanos::zero());
+  REQUIRE(in_run.wait());
+  CHECK_NOTHROW(task->start(timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate));  // recorded
+  CHECK(timer.close().empty());
+  go.set();
+  pool->shutdown();  // the run has ended
+  CHECK(runs.load() == 1);
+  CHECK(task->run_count() == 1);
+  CHECK_FALSE(task->is_pending());
+  CHECK(errors.load() == 0);
+}
+
+TEST_CASE(
+    "periodic_task.hpp: no run is ever early, even when the old schedule's run comes due while "
+    "start() is restarting the task (exact interleaving)") {
+  // At 9 ms start() moves the first run to 29 ms; between its lock and its add the clock reaches
+  // the old schedule's 10 ms run, which the timer hands over. That run is not due under the new
+  // schedule: no run_once() before 29 ms.
+  ManualTimer m;
+  std::vector<Nanos> at;
+  auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 9ms);
+  bool first = true;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"PeriodicTask::start: unlocked, before add", [&] {
+                                        if (std::exchange(first, false)) m.advance(1ms);
+                                      }}}});
+  task->start(m.timer, 20ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 40ms);
+  task->cancel();
+  CHECK(schedule.hits("PeriodicTask::start: unlocked, before add") == 1);
+  CHECK(at == std::vector<Nanos>{29ms, 39ms});
+}
+
+TEST_CASE(
+    "periodic_task.hpp: runs never overlap and the schedule goes on when start() from another "
+    "thread races runs on a 2-thread executor (seeded schedule, 10 rounds)") {
+  std::uint64_t hits = 0;
+  for (std::uint64_t round = 0; round < 10; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(round);
+    INFO("seed " << seed);
+    ManualClock clock;
+    auto pool = std::make_shared<PoolExecutor>(2);
+    SystemTimer timer(
+        TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+    RaceSchedule schedule(
+        {.seed = seed, .pause_probability = 0.5, .max_pause = 100us, .only = "PeriodicTask"});
+    Overlap overlap;
+    auto task = purgatory::make_periodic([&] {
+      overlap.enter();
+      std::this_thread::sleep_for(50us);
+      overlap.leave();
+    });
+    task->start(timer, 0ms, 1ms, PeriodicTask::Mode::fixed_rate);
+    std::atomic<bool> stop{false};
+    std::thread driver([&] {
+      while (!stop.load()) {
+        clock.advance(1ms);
+        timer.advance_clock(Nanos::zero());
+        std::this_thread::sleep_for(20us);
+      }
+    });
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < 40; ++i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+      const auto mode =
+          rng() % 2 == 0 ? PeriodicTask::Mode::fixed_rate : PeriodicTask::Mode::fixed_delay;
+      task->start(timer, std::chrono::milliseconds(rng() % 3),
+                  std::chrono::milliseconds(1 + rng() % 3), mode);
+    }
+    // The last start() left a schedule in force: it goes on.
+    const std::uint64_t at_last_start = task->run_count();
+    const auto give_up = std::chrono::steady_clock::now() + 20s;
+    while (task->run_count() < at_last_start + 3 && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::yield();
+    CHECK(task->run_count() >= at_last_start + 3);
+    task->cancel();
+    stop = true;
+    driver.join();
+    pool->shutdown();
+    CHECK(overlap.most.load() == 1);
+    hits += schedule.hits("PeriodicTask::");
+  }
+  CHECK(hits > 0);
 }
 
 TEST_CASE(
@@ -385,31 +520,64 @@ TEST_CASE(
 
 TEST_CASE(
     "periodic_task.hpp: start() with an initial delay of Nanos::max() throws "
-    "std::invalid_argument, as add() does, and runs nothing" *
-    doctest::skip(true)) {
-  // FAILS: start() computes now + initial_delay without a check: it overflows (undefined
-  // behaviour; in practice a negative deadline) and the first run happens at once.
+    "std::invalid_argument naming it, as add() does, and runs nothing") {
   ManualTimer m;
   m.advance(1ms);  // any clock but 0
   auto task = purgatory::make_periodic([] {});
-  CHECK_THROWS_AS(task->start(m.timer, Nanos::max(), 1ms, PeriodicTask::Mode::fixed_rate),
-                  std::invalid_argument);
+  CHECK_THROWS_WITH_AS(task->start(m.timer, Nanos::max(), 1ms, PeriodicTask::Mode::fixed_rate),
+                       doctest::Contains("9223372036854775807 ns"), std::invalid_argument);
+  CHECK_FALSE(task->is_pending());
+  run_until(m, 10ms);
   CHECK(task->run_count() == 0);
-  task->cancel();
 }
 
 TEST_CASE(
-    "periodic_task.hpp: start() with a period above kMaxDelay throws std::invalid_argument, as "
-    "add() does for that delay" *
-    doctest::skip(true)) {
-  // FAILS: start() accepts it; the first run happens, then the re-add throws from inside run()
-  // (reported to on_task_error) and the schedule ends silently.
+    "periodic_task.hpp: start() with an initial delay whose deadline overflows the clock throws "
+    "std::invalid_argument naming it, and runs nothing") {
+  ManualClock clock(Nanos::max() - 1h);
+  SystemTimer timer(TimerOptions{.clock = &clock,
+                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
+                                 .driver = TimerOptions::Driver::external});
+  auto task = purgatory::make_periodic([] {});
+  CHECK_THROWS_WITH_AS(task->start(timer, 2h, 1ms, PeriodicTask::Mode::fixed_rate),
+                       doctest::Contains("7200000000000 ns"), std::invalid_argument);
+  CHECK_FALSE(task->is_pending());
+  CHECK(task->run_count() == 0);
+}
+
+TEST_CASE(
+    "periodic_task.hpp: start() with a period above kMaxDelay throws std::invalid_argument "
+    "naming it, as add() does for that delay, and accepts kMaxDelay itself") {
   ManualTimer m;
   auto task = purgatory::make_periodic([] {});
-  CHECK_THROWS_AS(
+  CHECK_THROWS_WITH_AS(
       task->start(m.timer, 1ms, SystemTimer::kMaxDelay + 1ms, PeriodicTask::Mode::fixed_rate),
+      doctest::Contains("3153600000001000000 ns"), std::invalid_argument);
+  CHECK_FALSE(task->is_pending());
+  run_until(m, 5ms);
+  CHECK(task->run_count() == 0);
+  // The longest period add() accepts: the first run happens and the next one is scheduled.
+  task->start(m.timer, 1ms, SystemTimer::kMaxDelay, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 10ms);
+  CHECK(task->run_count() == 1);
+  CHECK(task->is_pending());
+  CHECK(task->cancel());
+}
+
+TEST_CASE(
+    "periodic_task.hpp: a start() refused for a bad value leaves a scheduled task as it was") {
+  ManualTimer m;
+  std::vector<Nanos> at;
+  auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
+  task->start(m.timer, 5ms, 5ms, PeriodicTask::Mode::fixed_rate);
+  CHECK_THROWS_AS(
+      task->start(m.timer, 1ms, SystemTimer::kMaxDelay + 1ns, PeriodicTask::Mode::fixed_delay),
       std::invalid_argument);
-  task->cancel();
+  CHECK_THROWS_AS(task->start(m.timer, Nanos::max(), 1ms, PeriodicTask::Mode::fixed_delay),
+                  std::invalid_argument);
+  run_until(m, 12ms);
+  CHECK(at == std::vector<Nanos>{5ms, 10ms});
+  CHECK(task->cancel());
 }
 
 TEST_CASE(

@@ -834,7 +834,8 @@ TEST_CASE(
 
 TEST_CASE(
     "system_timer.hpp: the wakeup hook is called, with no lock held, when an add() is due before "
-    "the instant arm() last returned; arm() returns next_expiration()") {
+    "the instant arm() last returned, and arm() returns next_expiration(), or the step of an "
+    "ahead-of-time cascade when one is due first") {
   ManualClock clock;
   SystemTimer timer(TimerOptions{.clock = &clock,
                                  .executor = std::make_shared<purgatory::InlineExecutor>(),
@@ -849,12 +850,28 @@ TEST_CASE(
   timer.add(purgatory::make_task<CountingTask>(), 10ms);
   CHECK(calls == 1);  // earlier than "nothing"
   CHECK(timer.arm() == std::optional<Nanos>(10ms));
-  timer.add(purgatory::make_task<CountingTask>(), 20ms);
+  timer.add(purgatory::make_task<CountingTask>(), 15ms);
   CHECK(calls == 1);  // not earlier
   timer.add(purgatory::make_task<CountingTask>(), 5ms);
   CHECK(calls == 2);
+  // All in the finest level (1 ms x 20): nothing to cascade, arm() is the earliest bucket.
   CHECK(timer.arm() == std::optional<Nanos>(5ms));
   CHECK(timer.arm() == timer.next_expiration());
+  // A task in a coarse bucket (20 ms and up) is cascaded ahead of time: arm() may ask for that
+  // step before the earliest bucket, never later, and once the driver made its passes it is the
+  // earliest bucket again.
+  timer.add(purgatory::make_task<CountingTask>(), 30ms);
+  std::optional<Nanos> armed = timer.arm();
+  REQUIRE(armed.has_value());
+  CHECK(*armed <= 5ms);
+  for (int pass = 0; pass < 20 && armed != timer.next_expiration(); ++pass) {
+    if (*armed > clock.now()) clock.advance(*armed - clock.now());
+    CHECK_FALSE(timer.advance_clock(Nanos::zero()));  // a cascade step: nothing was due yet
+    armed = timer.arm();
+    REQUIRE(armed.has_value());
+  }
+  CHECK(armed == std::optional<Nanos>(5ms));
+  CHECK(calls == 2);
 }
 
 TEST_CASE(

@@ -3,7 +3,10 @@
 // Two schedules:
 //   - fixed rate: run k is due at first_deadline + k * period, whatever each run cost;
 //   - fixed delay: each run is due `period` after the previous run *finished*.
-// Runs of one task never overlap: the next run is scheduled when the current one ends.
+// Runs of one task never overlap: the next run is scheduled when the current one ends. That holds
+// for start() too: called during a run (from the run itself, or from another thread), it does not
+// schedule a run beside it; the run in progress schedules the new schedule's first run when it
+// ends (at once if that run's deadline has passed by then).
 //
 // Missed runs (the process stalled, or the executor fell behind) follow one rule: the late run
 // happens once, as soon as possible, and the deadlines missed meanwhile are skipped; the next run
@@ -41,7 +44,12 @@ class PeriodicTask : public TimerTask {
 
   // Schedules the first run `initial_delay` from now on `timer` (<= 0: at once), then one run
   // every `period`. Starting a task that is already scheduled restarts it with the new schedule.
-  // Throws std::invalid_argument for a period <= 0, and what SystemTimer::add() throws.
+  // During a run, the first run of the new schedule is scheduled when that run ends (see the top;
+  // is_pending() is false until then, and a timer refusing that add then ends the schedule, as
+  // for any later run).
+  // Throws std::invalid_argument, naming the value, for a period <= 0 or above
+  // SystemTimer::kMaxDelay, or an initial delay above kMaxDelay or whose deadline overflows the
+  // clock (the task is then left as it was); and what SystemTimer::add() throws.
   void start(SystemTimer& timer, Nanos initial_delay, Nanos period, Mode mode);
 
   // Runs completed so far.
@@ -56,15 +64,24 @@ class PeriodicTask : public TimerTask {
  private:
   void run() final;
   void on_cancel() noexcept final;
-  void schedule_next(Nanos finished);
+  // The end of a run: adds the next one, or the first of a schedule start() asked for meanwhile.
+  void schedule_next();
+  // Adds the task for `deadline` (at once: with a delay of 0); a refusing timer ends the schedule.
+  void add_next(SystemTimer& timer, Nanos deadline, bool at_once);
   void honour_cancel_during_add() noexcept;
 
-  std::mutex mu_;                 // orders cancel() against the re-add at the end of a run
+  std::mutex mu_;                 // orders cancel() and start() against the runs
   bool stopped_ = true;           // guarded by mu_
   SystemTimer* owner_ = nullptr;  // guarded by mu_
   Nanos period_{0};               // guarded by mu_
   Mode mode_ = Mode::fixed_rate;  // guarded by mu_
-  Nanos deadline_{0};             // deadline of the pending run; guarded by mu_
+  Nanos deadline_{0};             // deadline of the next run; guarded by mu_
+  // A run is between its start and the end of run_once() (until schedule_next() takes over).
+  bool running_ = false;  // guarded by mu_
+  // start() came during that run: the run's end adds the new schedule's first run, at deadline_
+  // (at once when restart_at_once_).
+  bool restart_ = false;          // guarded by mu_
+  bool restart_at_once_ = false;  // guarded by mu_
   std::atomic<std::uint64_t> runs_{0};
 };
 
