@@ -220,9 +220,13 @@ void Broker::handle_request(const std::shared_ptr<Connection>& conn, ByteView pa
             handle_list_offsets(slot, req);
           } else if constexpr (std::is_same_v<T, ProduceRequest>) {
             handle_produce(slot, std::move(req));
-          } else {
-            static_assert(std::is_same_v<T, FetchRequest>);
+          } else if constexpr (std::is_same_v<T, FetchRequest>) {
             handle_fetch(slot, std::move(req));
+          } else {
+            // Decoded by the codec but neither served nor advertised: as for an api the codec
+            // does not know, the connection is closed.
+            throw std::runtime_error(
+                fmt::format("{} is not served by this broker", api_key_name(header.api_key)));
           }
         },
         body);
