@@ -13,6 +13,7 @@
 #include "purgatory/broker/metrics_server.hpp"
 #include "purgatory/broker/prometheus_exposition.hpp"
 #include "purgatory/timer/timer_task.hpp"
+#include "requests/group_requests.hpp"
 
 namespace purgatory::broker {
 
@@ -76,6 +77,20 @@ Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
   };
   fetch_purgatory_ = make_purgatory("fetch");
   produce_purgatory_ = make_purgatory("produce");
+  GroupCoordinatorHooks hooks;
+  hooks.partition_exists = [this](const std::string& topic, std::int32_t partition) {
+    return log_.find(topic, partition) != nullptr;
+  };
+  hooks.on_event = [this](std::string_view e) { event(e); };
+  hooks.on_error = [this](std::string_view e) { log(e); };
+  group_coordinator_ = std::make_unique<GroupCoordinator>(timer_, config_.groups, std::move(hooks));
+  group_requests_ = std::make_unique<GroupRequests>(*group_coordinator_, [this] {
+    FindCoordinatorResponse self;
+    self.node_id = config_.node_id;
+    self.host = advertised_host_;
+    self.port = port();
+    return self;
+  });
 }
 
 Broker::~Broker() {
@@ -135,6 +150,7 @@ void Broker::stop() {
     conn->close("broker shutting down");
   fetch_purgatory_->shutdown();
   produce_purgatory_->shutdown();
+  group_coordinator_->shutdown();
   driver_.reset();
   (void)timer_->close();  // drops pending follower catch-ups
 }
@@ -154,6 +170,9 @@ BrokerMetrics Broker::metrics() const {
   m.malformed_requests = malformed_.load(std::memory_order_relaxed);
   m.abandoned_operations = abandoned_.load(std::memory_order_relaxed);
   m.timer_pending_per_level = timer_->size_per_level();
+  m.join = group_coordinator_->join_metrics();
+  m.heartbeat = group_coordinator_->heartbeat_metrics();
+  m.groups = group_coordinator_->stats();
   return m;
 }
 
@@ -220,13 +239,11 @@ void Broker::handle_request(const std::shared_ptr<Connection>& conn, ByteView pa
             handle_list_offsets(slot, req);
           } else if constexpr (std::is_same_v<T, ProduceRequest>) {
             handle_produce(slot, std::move(req));
-          } else if constexpr (std::is_same_v<T, FetchRequest>) {
-            handle_fetch(slot, std::move(req));
+          } else if constexpr (is_group_request_v<T>) {
+            group_requests_->handle(slot, header, req);
           } else {
-            // Decoded by the codec but neither served nor advertised: as for an api the codec
-            // does not know, the connection is closed.
-            throw std::runtime_error(
-                fmt::format("{} is not served by this broker", api_key_name(header.api_key)));
+            static_assert(std::is_same_v<T, FetchRequest>);
+            handle_fetch(slot, std::move(req));
           }
         },
         body);

@@ -1,8 +1,9 @@
 // Broker: the demo broker's server. An Asio TCP acceptor, the in-memory LogStore, simulated
-// followers, and two purgatories (Kafka's DelayedFetch and DelayedProduce) sharing one
-// SystemTimer driven by the io_context itself (AsioDriver + AsioExecutor): no timer thread, no
-// lock around broker state, because every handler, completion and expiration runs on the one
-// thread that runs the io_context.
+// followers, two purgatories (Kafka's DelayedFetch and DelayedProduce) and the consumer-group
+// coordinator with its own two (DelayedJoin, DelayedHeartbeat), all sharing one SystemTimer
+// driven by the io_context itself (AsioDriver + AsioExecutor): no timer thread, no lock around
+// broker state, because every handler, completion and expiration runs on the one thread that
+// runs the io_context.
 //
 //   boost::asio::io_context io;
 //   purgatory::broker::Broker broker(io, config);
@@ -30,6 +31,7 @@
 
 #include "purgatory/broker/broker_config.hpp"
 #include "purgatory/broker/codec.hpp"
+#include "purgatory/broker/group_coordinator.hpp"
 #include "purgatory/broker/log_store.hpp"
 #include "purgatory/broker/topic_partition.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
@@ -39,6 +41,7 @@
 namespace purgatory::broker {
 
 class Connection;
+class GroupRequests;
 class MetricsServer;
 struct ResponseSlot;
 
@@ -53,6 +56,9 @@ struct BrokerMetrics {
   std::uint64_t malformed_requests = 0;              // connections closed for a bad frame
   std::uint64_t abandoned_operations = 0;            // parked when their client disconnected
   std::vector<std::size_t> timer_pending_per_level;  // the shared timer, finest level first
+  PurgatoryMetrics join;                             // the group coordinator's join purgatory
+  PurgatoryMetrics heartbeat;                        // and its heartbeat purgatory
+  GroupCoordinatorStats groups;
 };
 
 using Purgatory = DelayedOperationPurgatory<TopicPartition, TopicPartitionHash>;
@@ -77,8 +83,9 @@ class Broker {
   // (MetricsServer, on this io_context) when config.metrics_host is set.
   void start();
   // Closes the listener and every connection (their parked operations complete without writing
-  // anything), shuts the purgatories down and closes the timer. Idempotent. The io_context may
-  // still hold the timer driver's last wait afterwards: stop it to return from run() at once.
+  // anything), shuts the purgatories and the group coordinator down and closes the timer.
+  // Idempotent. The io_context may still hold the timer driver's last wait afterwards: stop it to
+  // return from run() at once.
   void stop();
 
   [[nodiscard]] std::uint16_t port() const noexcept { return port_.load(); }
@@ -120,6 +127,8 @@ class Broker {
   std::unique_ptr<Purgatory> fetch_purgatory_;
   std::unique_ptr<Purgatory> produce_purgatory_;
   std::unique_ptr<MetricsServer> metrics_server_;  // null without config.metrics_host
+  std::unique_ptr<GroupCoordinator> group_coordinator_;
+  std::unique_ptr<GroupRequests> group_requests_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Connection>> connections_;
   std::uint64_t next_connection_id_ = 0;
   bool stopped_ = false;
