@@ -2,7 +2,8 @@
 // and plays scenarios against it with the codec-based Client, printing a timeline of what the
 // purgatories do: a fetch completing early when a produce brings enough bytes, a fetch expiring
 // empty after max_wait_ms, an acks=-1 produce completing when the followers catch up and one
-// timing out behind a slow follower, then the purgatory metrics and how to explore with kcat.
+// timing out behind a slow follower, two consumers sharing a group until the heartbeat purgatory
+// expires one, then the purgatory metrics and how to explore with kcat.
 #pragma once
 
 #include <cstdint>
