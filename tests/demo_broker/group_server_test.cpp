@@ -143,17 +143,22 @@ TEST_CASE(
   REQUIRE(pb::test::wait_until([&] { return broker.metrics().groups.members == 1; }));
   gone.close();  // parked in the join purgatory, then gone
   const auto started = Clock::now();
-  const pb::JoinGroupResponse j = stays.join_group(join(stays_id));
-  REQUIRE(j.error_code == pb::Errc::none);
-  CHECK(j.leader == gone_id);  // it joined first: it leads, but will never sync
-  // The follower waits for an assignment that never comes, until the leader's session lapses.
-  const pb::SyncGroupResponse s = stays.sync_group({"g", j.generation_id, stays_id, {}});
-  CHECK(s.error_code == pb::Errc::rebalance_in_progress);
-  const pb::JoinGroupResponse again = stays.join_group(join(stays_id));
-  CHECK(again.error_code == pb::Errc::none);
-  CHECK(again.leader == stays_id);
-  CHECK(again.members.size() == 1);
-  CHECK(again.generation_id == j.generation_id + 1);
+  // stays joins; while the vanished member is in the generation (it joined first and leads, but
+  // will never send the assignment), stays waits in SyncGroup until gone's session lapses, is
+  // told REBALANCE_IN_PROGRESS, and joins again. (On a slow machine stays may even join after
+  // the first join phase: then the next one waits for gone until its session lapses.)
+  pb::JoinGroupResponse j = stays.join_group(join(stays_id));
+  int rounds = 0;
+  while (j.error_code == pb::Errc::none && j.leader != stays_id && ms_since(started) < 10000) {
+    const pb::SyncGroupResponse s = stays.sync_group({"g", j.generation_id, stays_id, {}});
+    CHECK(s.error_code == pb::Errc::rebalance_in_progress);
+    j = stays.join_group(join(stays_id));
+    ++rounds;
+  }
+  CHECK(j.error_code == pb::Errc::none);
+  CHECK(j.leader == stays_id);
+  CHECK(j.members.size() == 1);
+  CHECK(rounds <= 1);
   CHECK(ms_since(started) < 10000);
   const pb::BrokerMetrics m = broker.metrics();
   CHECK(m.groups.sessions_expired == 1);

@@ -18,9 +18,11 @@ struct ScenarioOutput {
 };
 
 // The timing the broker must be configured with (BrokerConfig::groups), and the scenario uses.
+// The second member joins a third of the way into the first one's initial delay, and heartbeats
+// come 6 per session: room for a slow (sanitized, shared) machine.
 struct GroupScenarioTiming {
-  std::int32_t initial_rebalance_delay_ms = 300;
-  std::int32_t session_timeout_ms = 1000;
+  std::int32_t initial_rebalance_delay_ms = 400;
+  std::int32_t session_timeout_ms = 1500;
   std::int32_t heartbeat_interval_ms = 250;
 };
 
