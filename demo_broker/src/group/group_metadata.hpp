@@ -9,14 +9,30 @@
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "offset_store.hpp"
 #include "purgatory/broker/group_coordinator.hpp"
 #include "purgatory/broker/join_group.hpp"
+#include "purgatory/broker/sync_group.hpp"
 #include "purgatory/broker/wire.hpp"
 
 namespace purgatory::broker {
+
+// The answers a parked JoinGroup or SyncGroup gets when it fails.
+inline JoinGroupResponse join_error(Errc error, std::string member_id) {
+  JoinGroupResponse r;
+  r.error_code = error;
+  r.member_id = std::move(member_id);
+  return r;
+}
+
+inline SyncGroupResponse sync_error(Errc error) {
+  SyncGroupResponse r;
+  r.error_code = error;
+  return r;
+}
 
 // Thread-compatible (owned by its group).
 struct MemberMetadata {
