@@ -11,6 +11,7 @@
 namespace purgatory::broker {
 
 // Where the scenario writes: a timeline line (who, what), a plain line, and a checked verdict.
+// A plain value, thread-compatible; called on the scenario's thread.
 struct ScenarioOutput {
   std::function<void(std::string_view who, std::string_view what)> at;
   std::function<void(std::string_view text)> say;
@@ -18,6 +19,7 @@ struct ScenarioOutput {
 };
 
 // The timing the broker must be configured with (BrokerConfig::groups), and the scenario uses.
+// A plain value, thread-compatible.
 // The second member joins a third of the way into the first one's initial delay, and heartbeats
 // come 6 per session: room for a slow (sanitized, shared) machine.
 struct GroupScenarioTiming {
@@ -26,8 +28,9 @@ struct GroupScenarioTiming {
   std::int32_t heartbeat_interval_ms = 250;
 };
 
-// Runs against a broker on 127.0.0.1:`port` whose topics have 4 partitions. Throws ClientError
-// when the broker does not answer; every other surprise is a failed check.
+// Runs against a broker on 127.0.0.1:`port` whose topics have 4 partitions, on the calling
+// thread (its clients block). Throws ClientError when the broker does not answer; every other
+// surprise is a failed check.
 void run_group_scenario(std::uint16_t port, const GroupScenarioTiming& timing,
                         const ScenarioOutput& out);
 

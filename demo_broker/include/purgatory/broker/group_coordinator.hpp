@@ -106,7 +106,8 @@ struct GroupCoordinatorStats {
 using JoinCallback = std::function<void(const JoinGroupResponse& response, std::string_view how)>;
 using SyncCallback = std::function<void(const SyncGroupResponse& response, std::string_view how)>;
 
-// What the coordinator needs from around it. Every member may be null.
+// What the coordinator needs from around it. Every member may be null. A plain value,
+// thread-compatible; the coordinator calls them on its thread.
 struct GroupCoordinatorHooks {
   // Whether a partition exists (OffsetCommit answers UNKNOWN_TOPIC_OR_PARTITION otherwise). Null:
   // every partition exists.
@@ -118,7 +119,8 @@ struct GroupCoordinatorHooks {
 };
 
 // Who sent a JoinGroup, and how (JoinGroup v4+ requires a known member id: a new member is
-// answered MEMBER_ID_REQUIRED with its id and must join again with it).
+// answered MEMBER_ID_REQUIRED with its id and must join again with it). A plain value,
+// thread-compatible.
 struct JoinContext {
   bool require_known_member_id = false;
   std::string client_id;
