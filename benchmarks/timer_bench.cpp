@@ -49,12 +49,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -181,6 +183,19 @@ class AsioImpl {
   [[nodiscard]] std::uint64_t runs(std::size_t i) const { return payloads_[i].runs; }
   [[nodiscard]] std::uint64_t aborted() const { return aborted_; }
 
+  // AddCancelThreads: a thread runs the io_context (the aborted handlers) while benchmark threads
+  // add and cancel. The handlers then run on that thread only, so aborted_ needs no lock.
+  void start_io_thread() {
+    work_.emplace(io_.get_executor());
+    io_thread_ = std::thread([this] { io_.run(); });
+  }
+  void stop_io_thread() {
+    work_.reset();
+    io_.stop();  // the pending timers would keep run() going
+    io_thread_.join();
+    io_.restart();
+  }
+
   // The iterations run in handlers on the io_context's thread, kRound per handler; each handler
   // posts the next, so the aborted handlers of a round run in the same loop pass, before it.
   template <class Body>
@@ -206,8 +221,12 @@ class AsioImpl {
   }
 
  private:
-  // io_context(1): the single-threaded event loop, Asio's recommended hint for it.
+  // io_context(1): the single-threaded event loop, Asio's recommended hint for it (AddCancelThreads
+  // adds from other threads too: the hint does not turn off Asio's locking, only the UNSAFE hints
+  // would).
   boost::asio::io_context io_{1};
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::thread io_thread_;
   std::vector<boost::asio::steady_timer> timers_;  // destroyed before io_
   std::vector<Payload> payloads_;
   std::uint64_t aborted_ = 0;
@@ -426,6 +445,67 @@ void move_pending(benchmark::State& state) {
   if (!ok) state.SkipWithError("a move failed or a moved task ran");
   state.SetItemsProcessed(state.iterations());
 }
+
+// ---- Several threads: AddCancelThreads ----------------------------------------------------
+// `pending` tasks wait (added untimed by the setup thread); each benchmark thread then adds and
+// cancels its own probe task, as request threads of a server do with their timeouts. Reported:
+// pairs per second over all threads, on the real clock (items_per_second), so threads:2 against
+// threads:1 is the scaling. One timer (ours: its bases; Asio: one io_context, run by a thread of
+// its own so that the aborted handlers run) shared by the threads.
+constexpr int kMaxThreads = 8;
+
+template <class Impl>
+struct SharedImpl {
+  static inline std::unique_ptr<Impl> impl;
+};
+
+template <class Impl>
+void shared_setup(const benchmark::State& state) {
+  const auto pending = static_cast<std::size_t>(state.range(0));
+  SharedImpl<Impl>::impl = std::make_unique<Impl>(pending + kMaxThreads);
+  schedule_pending(*SharedImpl<Impl>::impl, pending, kCancelSpan);
+  if constexpr (std::is_same_v<Impl, AsioImpl>) SharedImpl<Impl>::impl->start_io_thread();
+}
+
+template <class Impl>
+void shared_teardown(const benchmark::State&) {
+  if constexpr (std::is_same_v<Impl, AsioImpl>) SharedImpl<Impl>::impl->stop_io_thread();
+  SharedImpl<Impl>::impl.reset();
+}
+
+template <class Impl>
+void add_cancel_threads(benchmark::State& state) {
+  Impl& impl = *SharedImpl<Impl>::impl;
+  const std::size_t probe =
+      static_cast<std::size_t>(state.range(0)) + static_cast<std::size_t>(state.thread_index());
+  const auto delays = random_delays(kTableSize, kCancelSpan, kSeed + 7 + state.thread_index());
+  std::size_t next = 0;
+  std::uint64_t cancelled = 0;
+  for (auto _ : state) {
+    impl.add(probe, delays[next++ & (kTableSize - 1)]);
+    cancelled += impl.cancel(probe) ? 1 : 0;
+  }
+  if (cancelled != static_cast<std::uint64_t>(state.iterations()) || impl.runs(probe) != 0) {
+    state.SkipWithError("a cancel() failed or a cancelled task ran");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+#define PURGATORY_THREADS_BENCH(Impl, Name)                    \
+  void BM_##Name##_AddCancelThreads(benchmark::State& state) { \
+    add_cancel_threads<Impl>(state);                           \
+  }                                                            \
+  BENCHMARK(BM_##Name##_AddCancelThreads)                      \
+      ->Arg(1000000)                                           \
+      ->Setup(shared_setup<Impl>)                              \
+      ->Teardown(shared_teardown<Impl>)                        \
+      ->Threads(1)                                             \
+      ->Threads(2)                                             \
+      ->UseRealTime()                                          \
+      ->Unit(benchmark::kNanosecond)
+
+PURGATORY_THREADS_BENCH(WheelImpl, Wheel);
+PURGATORY_THREADS_BENCH(AsioImpl, AsioSteadyTimer);
 
 // AddCancel, Readd and Reschedule find their iteration count as usual; AddExpire's are fixed (see
 // the top).

@@ -4,9 +4,13 @@
 //   demo_broker --demo                  the scripted demo, in-process; exits 0 when all went well
 //   demo_broker --metrics 127.0.0.1:0   also serve Prometheus GET /metrics (port printed as
 //                                       "metrics on http://127.0.0.1:PORT/metrics")
+//   demo_broker --ui 127.0.0.1:8080     also serve the live view (printed as
+//                                       "ui on http://127.0.0.1:8080/"); with --demo, the demo
+//                                       plays slowly on it, then the broker keeps serving
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
 #include <utility>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -14,15 +18,18 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 
 #include "purgatory/broker/broker.hpp"
 #include "purgatory/broker/demo.hpp"
+#include "purgatory/broker/metrics_server.hpp"
 
 namespace pb = purgatory::broker;
 
@@ -54,6 +61,11 @@ void parse_endpoint(const std::string& option, const std::string& text, std::str
   out_port = static_cast<std::uint16_t>(value);
 }
 
+// A host as it goes in a URL: IPv6 literals in brackets.
+std::string url_host(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
+
 // --followers N with --replication-delay-ms D or D1,D2,...,DN.
 void set_followers(int followers, const std::vector<int>& delays, pb::BrokerConfig& config) {
   if (followers < 0) throw CLI::ValidationError("--followers", "must be >= 0");
@@ -73,8 +85,55 @@ void set_followers(int followers, const std::vector<int>& delays, pb::BrokerConf
   }
 }
 
-int serve(pb::BrokerConfig config, const std::string& port_file) {
+// How much slower than `--demo` the scenarios play on the live view.
+constexpr double kLiveDemoPace = 3.0;
+
+// The live view's "play the demo" button: the scenarios on a thread of their own, one run at a
+// time, each on fresh topics. Thread-safe.
+class DemoPlayer {
+ public:
+  DemoPlayer() = default;
+  DemoPlayer(const DemoPlayer&) = delete;
+  DemoPlayer& operator=(const DemoPlayer&) = delete;
+  ~DemoPlayer() {
+    if (thread_.joinable()) thread_.join();
+  }
+  void target(std::string host, std::uint16_t port) {
+    host_ = std::move(host);
+    port_ = port;
+  }
+  // Call from one thread (the broker's io thread). False when a run is still playing.
+  bool start() {
+    bool idle = false;
+    if (!running_.compare_exchange_strong(idle, true)) return false;
+    if (thread_.joinable()) thread_.join();  // finished: running_ was cleared by its last step
+    const int run = ++runs_;
+    thread_ = std::thread([this, run] {
+      (void)pb::play_demo_scenarios(host_, port_, kLiveDemoPace,
+                                    run == 1 ? std::string() : fmt::format("-{}", run), stdout);
+      running_ = false;
+    });
+    return true;
+  }
+  [[nodiscard]] bool running() const noexcept { return running_.load(); }
+
+ private:
+  std::string host_;
+  std::uint16_t port_ = 0;
+  int runs_ = 0;
+  std::atomic<bool> running_{false};
+  std::thread thread_;
+};
+
+int serve(pb::BrokerConfig config, const std::string& port_file, bool play_demo_now) {
   boost::asio::io_context io;
+  DemoPlayer player;
+  if (!config.ui_host.empty()) {
+    config.ui_play_demo = [&player] { return player.start(); };
+    config.ui_demo_running = [&player] { return player.running(); };
+    config.ui_demo_replication_delays.assign(std::begin(pb::kDemoFollowerDelays),
+                                             std::end(pb::kDemoFollowerDelays));
+  }
   pb::Broker broker(io, std::move(config));
   try {
     broker.start();
@@ -100,7 +159,18 @@ int serve(pb::BrokerConfig config, const std::string& port_file) {
   if (broker.metrics_port() != 0) {
     fmt::print("metrics on http://{}:{}/metrics\n", c.metrics_host, broker.metrics_port());
   }
+  if (broker.ui_port() != 0) {
+    fmt::print("ui on http://{}:{}/\n", url_host(c.ui_host), broker.ui_port());
+    player.target(c.host == "0.0.0.0" || c.host == "::" ? "127.0.0.1" : c.host, broker.port());
+  }
   std::fflush(stdout);
+  if (play_demo_now) {
+    // Through the page's own path, on the io thread, once it runs.
+    boost::asio::post(io, [&broker] {
+      pb::HttpRequest none;
+      (void)broker.handle_ui_demo_request(none);
+    });
+  }
   if (!port_file.empty()) {
     // Written whole to a temporary name and renamed, so a reader never sees half a number.
     const std::string tmp = port_file + ".tmp";
@@ -193,6 +263,13 @@ int main(int argc, char** argv) {
                  "HOST:PORT to serve Prometheus metrics on (GET /metrics); port 0 picks a free "
                  "port (printed on stdout as \"metrics on http://HOST:PORT/metrics\"). Also with "
                  "--demo");
+  std::string ui;
+  app.add_option("--ui", ui,
+                 "HOST:PORT to serve the live view on: a page showing the purgatories' waiting "
+                 "requests, the timing wheel and each outcome as it happens, with buttons to try "
+                 "it (port 0 picks a free port, printed on stdout as \"ui on "
+                 "http://HOST:PORT/\"). With --demo the scenarios play slowly on it, then the "
+                 "broker keeps serving until Ctrl-C");
   app.add_flag("-v,--verbose", config.verbose,
                "log one line per request (api, version, correlation id, client, outcome, time "
                "waited) and every follower/high-watermark move");
@@ -205,6 +282,7 @@ int main(int argc, char** argv) {
     if (!metrics.empty()) {
       parse_endpoint("--metrics", metrics, config.metrics_host, config.metrics_port);
     }
+    if (!ui.empty()) parse_endpoint("--ui", ui, config.ui_host, config.ui_port);
     set_followers(followers, delays, config);
     if (min_session_timeout_ms > max_session_timeout_ms) {
       throw CLI::ValidationError("--group-min-session-timeout-ms",
@@ -217,12 +295,25 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (demo && !config.ui_host.empty()) {
+    // The demo on the live view: a broker on a free port with the demo's followers, playing the
+    // scenarios slowly once the page can be opened, then serving until Ctrl-C.
+    if (listen == "127.0.0.1:9092") config.port = 0;
+    config.replication_delays.assign(std::begin(pb::kDemoFollowerDelays),
+                                     std::end(pb::kDemoFollowerDelays));
+    try {
+      return serve(std::move(config), port_file, true);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "demo_broker: {}\n", e.what());
+      return 1;
+    }
+  }
   if (demo) {
     return pb::run_demo(
         pb::DemoOptions{config.verbose, argv[0], config.metrics_host, config.metrics_port}, stdout);
   }
   try {
-    return serve(std::move(config), port_file);
+    return serve(std::move(config), port_file, false);
   } catch (const std::exception& e) {
     fmt::print(stderr, "demo_broker: {}\n", e.what());
     return 1;

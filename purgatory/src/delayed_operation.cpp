@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "purgatory/timer/detail/race_point.hpp"
+
 namespace purgatory {
 
 DelayedOperation::~DelayedOperation() {
@@ -19,11 +21,12 @@ void DelayedOperation::run() {
   (void)complete_with(Outcome::expired);
 }
 
-bool DelayedOperation::complete_with(Outcome outcome) {
+bool DelayedOperation::complete_with(Outcome outcome, bool only_if_watched) {
   if (is_completed()) return false;
   const OperationRef self(this);  // the watch reference may drop while we hold the lock
+  PURGATORY_RACE_POINT("DelayedOperation::complete_with: still pending, before the lock");
   lock();
-  const bool won = decide_locked(outcome);
+  const bool won = (!only_if_watched || watched_locked()) && decide_locked(outcome);
   if (won) deferred_ = true;
   unlock();
   return won;
@@ -36,17 +39,27 @@ void DelayedOperation::unlock() {
   }
   const bool deferred = std::exchange(deferred_, false);
   lock_.unlock();
+  PURGATORY_RACE_POINT("DelayedOperation::unlock: released, before callbacks or notes");
   if (deferred) {
     finish();
-  } else if (try_pending_.load() && !is_completed()) {
-    (void)safe_try_complete();
+  } else if (notes_.load() != 0 && !is_completed()) {
+    (void)check(0);  // a check skipped while the lock was held: serve it now
   }
 }
 
-bool DelayedOperation::run_try_complete_locked() noexcept {
-  do {
-    try_pending_.store(false);
+bool DelayedOperation::run_try_complete_locked(std::uint8_t reason) noexcept {
+  // Notes left before this run are served by it.
+  std::uint8_t want = reason | notes_.exchange(0);
+  bool last_nested_only = false;
+  for (;;) {
     if (is_completed()) return false;
+    const bool outside =
+        (want & kDirectCheck) != 0 || ((want & kWatchCheck) != 0 && watched_locked());
+    // A run asked for only by a check nested in the previous run happens once: its own nested
+    // checks do not ask for another (bounded; see the header).
+    const bool nested = (want & kNestedCheck) != 0 && !last_nested_only;
+    if (!outside && !nested) return false;
+    last_nested_only = !outside;
     in_try_complete_ = true;
     try {
       (void)try_complete();
@@ -57,11 +70,16 @@ bool DelayedOperation::run_try_complete_locked() noexcept {
     // Only a holder of the lock decides, and we hold it. A check skipped meanwhile (by another
     // thread, or nested in this try) left a note: honour it before releasing the lock.
     if (is_completed()) return true;
-  } while (try_pending_.load());
-  return false;
+    want = notes_.exchange(0);
+    if (want == 0) return false;
+  }
 }
 
 bool DelayedOperation::safe_try_complete() {
+  return check(kDirectCheck);
+}
+
+bool DelayedOperation::check(std::uint8_t reason) {
   if (is_completed()) return false;
   const OperationRef self(this);
   bool retry = false;
@@ -69,11 +87,11 @@ bool DelayedOperation::safe_try_complete() {
     if (lock_.try_lock()) {
       if (in_try_complete_) {
         // Called from inside our own try_complete(): the running one re-checks on its way out.
-        try_pending_.store(true);
+        notes_.fetch_or(kNestedCheck);
         lock_.unlock();
         return false;
       }
-      const bool won = run_try_complete_locked();
+      const bool won = run_try_complete_locked(reason);
       if (lock_.depth() > 1) {
         // The caller already held the lock: its unlock() runs the callbacks.
         lock_.unlock();
@@ -83,11 +101,15 @@ bool DelayedOperation::safe_try_complete() {
       lock_.unlock();
       if (deferred) finish();
       if (won) return true;
-      retry = try_pending_.load();
+      retry = notes_.load() != 0;
+      reason = 0;  // what is left to do is in the notes
     } else {
+      PURGATORY_RACE_POINT("DelayedOperation::check: lock busy, before the note");
       // The holder will see the note and check again; if it had released the lock just before
-      // we wrote it, nobody would, so try once more ourselves.
-      retry = !try_pending_.exchange(true);
+      // we wrote it, nobody would, so try once more ourselves. (With no reason of our own, the
+      // note we serve is already there: the holder serves it.)
+      const std::uint8_t bit = reason != 0 ? reason : 0;
+      retry = bit != 0 && (notes_.fetch_or(bit) & bit) == 0;
     }
   } while (retry && !is_completed());
   return false;
@@ -99,6 +121,7 @@ bool DelayedOperation::decide_locked(Outcome outcome) noexcept {
   (void)cancel();  // leave the timing wheel at once, not when the timeout would have passed
   if (num_nodes_ > 0) {
     registry_->unwatch(*this, outcome);
+    finish_counted_ = true;       // the registry counts it as finishing until finish() ends
     intrusive_ptr_release(this);  // the watch reference; callers hold their own
   }
   return true;
@@ -106,6 +129,9 @@ bool DelayedOperation::decide_locked(Outcome outcome) noexcept {
 
 void DelayedOperation::finish() noexcept {
   const Outcome how = outcome();
+  // Only this thread touches registry_ once the outcome is decided.
+  const bool counted = std::exchange(finish_counted_, false);
+  if (counted) registry_->finish_started(*this);
   try {
     on_complete();
   } catch (...) {
@@ -118,12 +144,13 @@ void DelayedOperation::finish() noexcept {
       report(std::current_exception(), "on_expiration");
     }
   }
-  // Only this thread touches registry_ once the outcome is decided.
-  registry_.reset();
+  PURGATORY_RACE_POINT("DelayedOperation::finish: callbacks ran, before the listener");
   if (listen_state_.exchange(kFinished, std::memory_order_acq_rel) == kListening) {
     const std::unique_ptr<OutcomeListener> listener = std::move(listener_);
     listener->on_outcome(how);
   }
+  const boost::intrusive_ptr<detail::WatchRegistry> registry = std::move(registry_);
+  if (counted) registry->finished(*this);
 }
 
 void DelayedOperation::set_outcome_listener(std::unique_ptr<OutcomeListener> listener) {
@@ -132,6 +159,7 @@ void DelayedOperation::set_outcome_listener(std::unique_ptr<OutcomeListener> lis
     throw std::logic_error("set_outcome_listener: the operation already has a listener");
   }
   listener_ = std::move(listener);
+  PURGATORY_RACE_POINT("DelayedOperation::set_outcome_listener: stored, before publishing");
   std::uint8_t expected = kNoListener;
   if (listen_state_.compare_exchange_strong(expected, kListening, std::memory_order_acq_rel)) {
     return;  // finish() will call it

@@ -1,14 +1,66 @@
 #include "purgatory/detail/purgatory_state.hpp"
 
+#include "purgatory/detail/operation_access.hpp"
+
 #include <exception>
 #include <utility>
+#include <vector>
 
 #include <fmt/core.h>
 
 namespace purgatory::detail {
 
-PurgatoryState::PurgatoryState(std::string name, CallbackErrorHandler on_error, const Clock& clock)
-    : name_(std::move(name)), on_error_(std::move(on_error)), clock_(&clock) {}
+namespace {
+
+// The operations whose callbacks run on this thread now, innermost last: a shutdown() called from
+// one of them must not wait for it (nor for those it is nested in).
+struct RunningFinish {
+  const WatchRegistry* registry;
+  std::uint32_t slot;
+};
+thread_local std::vector<RunningFinish> t_finishing;
+
+}  // namespace
+
+PurgatoryState::PurgatoryState(std::string name, CallbackErrorHandler on_error, const Clock& clock,
+                               std::size_t slots)
+    : name_(std::move(name)),
+      on_error_(std::move(on_error)),
+      clock_(&clock),
+      finishing_(std::make_unique<Finishing[]>(slots)) {}
+
+void PurgatoryState::count_finishing(std::uint32_t slot) noexcept {
+  finishing_[slot].count.fetch_add(1);
+}
+
+void PurgatoryState::finish_started(const DelayedOperation& op) noexcept {
+  try {
+    t_finishing.push_back({this, OperationAccess::registry_slot(op)});
+  } catch (...) {
+    // Out of memory: a shutdown() from this callback would wait for it. Nothing better to do.
+  }
+}
+
+void PurgatoryState::finished(const DelayedOperation& op) noexcept {
+  const std::uint32_t slot = OperationAccess::registry_slot(op);
+  if (!t_finishing.empty() && t_finishing.back().registry == this) t_finishing.pop_back();
+  finishing_[slot].count.fetch_sub(1);
+  // Sequentially consistent with shutdown()'s store of the flag and its reads of the count: either
+  // it sees this decrement, or we see the flag and wake it.
+  if (shut_down.load()) finishing_[slot].count.notify_all();
+}
+
+void PurgatoryState::wait_finished(std::uint32_t slot) const noexcept {
+  std::int32_t own = 0;
+  for (const RunningFinish& f : t_finishing) {
+    if (f.registry == this && f.slot == slot) ++own;
+  }
+  for (;;) {
+    const std::int32_t now = finishing_[slot].count.load();
+    if (now <= own) return;
+    finishing_[slot].count.wait(now);
+  }
+}
 
 void PurgatoryState::report_error(const DelayedOperation& op, std::exception_ptr error,
                                   std::string_view where) noexcept {

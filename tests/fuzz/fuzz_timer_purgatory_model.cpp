@@ -273,7 +273,8 @@ class Harness {
   void add(int slot, std::int64_t delay, Action action) {
     TaskModel& t = tasks_[slot];
     const std::int64_t now = this->now();
-    if (would_reject(task_in_wheel(t))) {
+    // A task due at once never enters the wheel, so max_pending does not refuse it.
+    if (delay > 0 && would_reject(task_in_wheel(t))) {
       try {
         timer_->add(t.task, Nanos{delay});
       } catch (const purgatory::TimerRejected& e) {
@@ -296,7 +297,7 @@ class Harness {
     // An absolute deadline up to 64 units in the past or 190 in the future.
     const std::int64_t deadline =
         std::max<std::int64_t>(0, now + (static_cast<std::int64_t>(script_.byte()) - 64) * kUnit);
-    if (would_reject(task_in_wheel(t))) {
+    if (!runs_at_once(deadline) && would_reject(task_in_wheel(t))) {
       try {
         timer_->add_at(t.task, Nanos{deadline});
       } catch (const purgatory::TimerRejected&) {
@@ -371,8 +372,9 @@ class Harness {
   void drive() {
     in_drive_ = true;
     drive_now_ = now();
-    if (const std::optional<Nanos> next = timer_->next_expiration();
-        next && next->count() <= drive_now_) {
+    // The pass moves the wheels' clocks when something is due: a bucket, or a step of the
+    // ahead-of-time cascade of a coarse bucket (arm() says when the next of either is).
+    if (const std::optional<Nanos> next = timer_->arm(); next && next->count() <= drive_now_) {
       wheel_time_ = std::max(wheel_time_, round_down(drive_now_));
     }
     (void)timer_->advance_clock(Nanos::zero());
@@ -410,7 +412,7 @@ class Harness {
     m.keys = keys;
     m.deadline = now + std::max<std::int64_t>(timeout, 0);
     m.expect_complete = ready;
-    m.may_expire_early = !ready && would_reject(false);
+    m.may_expire_early = !ready && !runs_at_once(m.deadline) && would_reject(false);
     if (!ready && !m.may_expire_early) note_schedule(false);
     const bool at_once = runs_at_once(m.deadline);
     m.expiration = at_once ? now : round_up(m.deadline);

@@ -12,7 +12,7 @@ fi
 build_dir=$1
 seconds=${2:-60}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-targets=(fuzz_request_decoder fuzz_record_batch fuzz_timer_purgatory_model)
+targets=(fuzz_request_decoder fuzz_record_batch fuzz_timer_purgatory_model fuzz_purgatory_concurrent)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/purgatory-fuzz-smoke.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -59,6 +59,7 @@ TEST_CASE("memory: 1000000 operations on 4 keys each completed through one key l
   auto run_wave = [&](int wave) {
     std::vector<boost::intrusive_ptr<KeyedOperation>> ops;
     ops.reserve(kWave);
+    std::size_t pairs = 0;  // a key listed twice for one operation is watched once
     for (int i = 0; i < kWave; ++i) {
       const long unique = 1'000'000'000L + static_cast<long>(wave) * kWave + i;
       ops.emplace_back(new KeyedOperation);
@@ -67,8 +68,10 @@ TEST_CASE("memory: 1000000 operations on 4 keys each completed through one key l
       const long b = -1 - (i * 7 + 3) % kSharedKeys;
       const long c = -1 - (i * 13 + 5) % kSharedKeys;
       p.purgatory.try_complete_else_watch(ops.back(), {unique, a, b, c});
+      pairs += 2 + static_cast<std::size_t>(b != a) + static_cast<std::size_t>(c != a && c != b);
     }
-    CHECK(p.purgatory.watched() == 4UL * kWave);
+    CHECK(pairs > 3UL * kWave);
+    CHECK(p.purgatory.watched() == pairs);
     CHECK(p.purgatory.num_delayed() == static_cast<std::size_t>(kWave));
     for (int i = 0; i < kWave; ++i) {
       ops[static_cast<std::size_t>(i)]->completable = true;

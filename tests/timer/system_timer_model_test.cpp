@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include "purgatory/timer/detail/thread_slot.hpp"
 #include "timer_test_support.hpp"
 
 using namespace std::chrono_literals;
@@ -52,8 +53,12 @@ struct Model {
   }
 };
 
-void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size) {
-  purgatory::test::ManualTimer m(tick, wheel_size);
+// `bases`: the timer's bases; each add is made as if from a random thread (its slot picks the
+// base), so idle tasks re-added land in another base than before, while a pending task re-added
+// moves within its own.
+void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size, std::size_t bases = 1) {
+  purgatory::test::ManualTimer m(tick, wheel_size, 0, bases);
+  REQUIRE(m.timer.base_count() == bases);
   std::vector<std::pair<int, Nanos>> fired;
   constexpr int kTasks = 2000;
   std::vector<boost::intrusive_ptr<ModelTask>> tasks;
@@ -61,6 +66,7 @@ void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size) {
     tasks.push_back(purgatory::make_task<ModelTask>(i, &fired, &m.clock));
   }
   Model model;
+  std::map<int, std::size_t> base_of;  // the base a pending task sits in
   std::mt19937_64 rng(seed);
   auto uniform = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
@@ -81,6 +87,9 @@ void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size) {
                                  : kind < 90 ? uniform(1, 5'000'000'000)        // up to 5 s
                                              : uniform(1, 86'400'000'000'000);  // up to a day
       const std::int64_t now = m.clock.now().count();
+      const auto slot = static_cast<std::uint32_t>(uniform(0, 63));
+      purgatory::detail::set_timer_thread_slot(slot);
+      if (model.pending.count(id) == 0) base_of[id] = slot % bases;
       model.remove(id);
       m.timer.add(tasks[static_cast<std::size_t>(id)], Nanos{delay});
       if (delay <= 0) {  // runs at once, on this thread (inline executor)
@@ -112,9 +121,9 @@ void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size) {
         it = model.by_expiration.erase(it);
       }
       fail(fired.size() == expected.size());
-      // Same set; and the timer fires in bucket order, so expirations never go down.
+      // Same set; and each base fires in bucket order, so its expirations never go down.
       std::multiset<int> got_ids, want_ids;
-      std::int64_t last_expiration = -1;
+      std::map<std::size_t, std::int64_t> last_expiration;  // per base
       std::map<int, std::int64_t> expiration_of;
       for (const auto& [eid, exp] : expected) {
         want_ids.insert(eid);
@@ -123,8 +132,9 @@ void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size) {
       for (const auto& [fid, at] : fired) {
         got_ids.insert(fid);
         const auto exp = expiration_of.count(fid) ? expiration_of[fid] : -1;
-        fail(exp >= last_expiration);  // deadline order
-        last_expiration = exp;
+        std::int64_t& last = last_expiration.try_emplace(base_of[fid], -1).first->second;
+        fail(exp >= last);  // deadline order within a base
+        last = exp;
         fail(at.count() == now);
       }
       fail(got_ids == want_ids);
@@ -152,4 +162,14 @@ TEST_CASE("SystemTimer model: 200,000 random steps on tick 3 ms, 7 slots (many l
 
 TEST_CASE("SystemTimer model: 200,000 random steps on tick 1 ms, 256 slots (multi-word bitmap)") {
   run_model(4242, 200'000, 1ms, 256);
+}
+
+TEST_CASE(
+    "SystemTimer model: 400,000 random steps over 4 bases (adds from random threads, idle tasks "
+    "re-added into other bases, pending ones moved in place) match the reference") {
+  run_model(777, 400'000, 1ms, 20, 4);
+}
+
+TEST_CASE("SystemTimer model: 200,000 random steps over 8 bases, tick 2 ms, 64 slots") {
+  run_model(31337, 200'000, 2ms, 64, 8);
 }

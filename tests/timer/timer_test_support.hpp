@@ -18,7 +18,8 @@ using namespace std::chrono_literals;
 // A timer driven by hand: nothing moves until advance() is called, and tasks run inline, so a
 // test sees every effect as soon as advance() returns.
 struct ManualTimer {
-  explicit ManualTimer(Nanos tick = 1ms, int wheel_size = 20, std::size_t max_pending = 0)
+  explicit ManualTimer(Nanos tick = 1ms, int wheel_size = 20, std::size_t max_pending = 0,
+                       std::size_t bases = 0)
       : timer(TimerOptions{.name = "manual",
                            .tick = tick,
                            .wheel_size = wheel_size,
@@ -26,7 +27,8 @@ struct ManualTimer {
                            .executor = std::make_shared<InlineExecutor>(),
                            .driver = TimerOptions::Driver::external,
                            .max_pending = max_pending,
-                           .on_task_error = {}}) {}
+                           .on_task_error = {},
+                           .bases = bases}) {}
 
   // Moves the clock and expires everything due.
   void advance(Nanos by) {

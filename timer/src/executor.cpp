@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "purgatory/timer/detail/race_point.hpp"
+
 namespace purgatory {
 
 bool ExpiredBatch::claim(TimerTask& task, std::uint32_t ticket) noexcept {
@@ -24,9 +26,11 @@ bool ExpiredBatch::claim(TimerTask& task, std::uint32_t ticket) noexcept {
 void ExpiredBatch::run_all() noexcept {
   for (Job& job : jobs_) {
     TimerTask& task = *job.task;
+    PURGATORY_RACE_POINT("ExpiredBatch::run_all: before the claim");
     // Claim the run: only the batch issued for the task's current queued state may start it. A
     // cancel() or re-add in between changed the state, and then the run is withdrawn.
     if (claim(task, job.ticket)) {
+      PURGATORY_RACE_POINT("ExpiredBatch::run_all: claimed, before run");
       try {
         task.run();
       } catch (...) {

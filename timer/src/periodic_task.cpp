@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "purgatory/timer/detail/race_point.hpp"
+
 namespace purgatory {
 
 void PeriodicTask::start(SystemTimer& timer, Nanos initial_delay, Nanos period, Mode mode) {
@@ -23,6 +25,7 @@ void PeriodicTask::start(SystemTimer& timer, Nanos initial_delay, Nanos period, 
   }
   // Never under mu_: the executor may run the task at once (an inline one, on this thread), and
   // run() takes mu_.
+  PURGATORY_RACE_POINT("PeriodicTask::start: unlocked, before add");
   if (initial_delay > Nanos::zero()) {
     timer.add_at(TaskRef(this), first);
   } else {
@@ -32,6 +35,13 @@ void PeriodicTask::start(SystemTimer& timer, Nanos initial_delay, Nanos period, 
 }
 
 void PeriodicTask::run() {
+  {
+    // The start of a run. A cancel() that came after this run was scheduled (and found the task
+    // idle between two runs, or between start() and its add) wins here: run_once() is not entered.
+    std::lock_guard<std::mutex> guard(mu_);
+    if (stopped_) return;
+  }
+  PURGATORY_RACE_POINT("PeriodicTask::run: started, before run_once");
   try {
     run_once();
   } catch (...) {
@@ -50,7 +60,8 @@ void PeriodicTask::schedule_next(Nanos finished) {
     std::lock_guard<std::mutex> guard(mu_);
     if (stopped_) return;
     next = mode_ == Mode::fixed_delay ? finished + period_ : deadline_ + period_;
-    if (mode_ == Mode::fixed_rate && next <= finished) {
+    // A deadline equal to the finish time is not missed: it is due now.
+    if (mode_ == Mode::fixed_rate && next < finished) {
       // Missed deadlines are skipped: jump to the first grid point after the late run ended.
       const auto missed = (finished - deadline_) / period_;
       next = deadline_ + (missed + 1) * period_;
@@ -59,7 +70,8 @@ void PeriodicTask::schedule_next(Nanos finished) {
     timer = owner_;
   }
   // Outside mu_, as in start(): if another thread moved the clock past `next` meanwhile, the
-  // executor may run the task right here.
+  // executor may run the task right here (that run checks stopped_ first).
+  PURGATORY_RACE_POINT("PeriodicTask::schedule_next: unlocked, before add_at");
   try {
     timer->add_at(TaskRef(this), next);
   } catch (const TimerRejected&) {

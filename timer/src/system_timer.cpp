@@ -1,21 +1,94 @@
 #include "purgatory/timer/system_timer.hpp"
 
+#include "purgatory/timer/detail/race_point.hpp"
+#include "purgatory/timer/detail/thread_slot.hpp"
 #include "purgatory/timer/periodic_task.hpp"
+#include "timer_base.hpp"
 
 #include <pthread.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <limits>
 
 #include <fmt/format.h>
 
 namespace purgatory {
+namespace detail {
 namespace {
 
-constexpr std::int64_t kNobodySleeps = std::numeric_limits<std::int64_t>::min();
+constexpr std::uint32_t kUnassigned = std::numeric_limits<std::uint32_t>::max();
+
+// Slots of the live threads: a thread takes the lowest free one and gives it back when it ends,
+// so the threads alive at any time hold distinct, dense slots and spread evenly over the bases
+// (short-lived threads do not pile up on one base). Never destroyed: threads may end after
+// static destructors ran.
+struct SlotTable {
+  std::mutex mu;
+  std::vector<bool> used;  // guarded by mu
+};
+SlotTable& slot_table() {
+  static auto* table = new SlotTable;
+  return *table;
+}
+
+struct ThreadSlot {
+  std::uint32_t slot = kUnassigned;   // what the thread uses (a test may set it)
+  std::uint32_t owned = kUnassigned;  // what it took from the table, given back at its end
+  ~ThreadSlot() {
+    if (owned == kUnassigned) return;
+    SlotTable& t = slot_table();
+    const std::lock_guard<std::mutex> guard(t.mu);
+    t.used[owned] = false;
+  }
+};
+thread_local ThreadSlot t_slot;
+
+}  // namespace
+
+std::uint32_t timer_thread_slot() noexcept {
+  if (t_slot.slot == kUnassigned) {
+    SlotTable& t = slot_table();
+    const std::lock_guard<std::mutex> guard(t.mu);
+    const auto free = std::find(t.used.begin(), t.used.end(), false);
+    const auto slot = static_cast<std::uint32_t>(free - t.used.begin());
+    try {
+      if (free == t.used.end()) {
+        t.used.push_back(true);
+      } else {
+        *free = true;
+      }
+      t_slot.owned = slot;
+    } catch (...) {
+      // Out of memory: share slot 0 (correct, only less spread).
+      return 0;
+    }
+    t_slot.slot = slot;
+  }
+  return t_slot.slot;
+}
+
+void set_timer_thread_slot(std::uint32_t slot) noexcept {
+  (void)timer_thread_slot();  // takes (and later gives back) a slot of its own as usual
+  t_slot.slot = slot;
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr std::int64_t kNobody = std::numeric_limits<std::int64_t>::min();  // armed_: no waiter
 constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kUnknownNow = std::numeric_limits<std::int64_t>::min();
+// Cascade moves of a due coarse bucket done in one hold of a base's lock (Kafka's fallback path,
+// when the ahead-of-time cascade did not finish in time).
+constexpr std::size_t kMaxMovesPerHold = 1024;
+// Ahead-of-time moves per hold of a base's lock; expiries go between slices.
+constexpr std::size_t kAheadSlice = 256;
+// A coarse bucket this small is moved down in one step, not spread over its window.
+constexpr std::size_t kAheadMinChunk = 256;
+constexpr std::size_t kMaxBases = 1024;
 
 Nanos checked_tick(Nanos tick) {
   if (tick <= Nanos::zero() || tick > std::chrono::hours(24)) {
@@ -23,6 +96,18 @@ Nanos checked_tick(Nanos tick) {
         fmt::format("SystemTimer: tick must be in (0, 1 day], got {} ns", tick.count()));
   }
   return tick;
+}
+
+std::size_t checked_bases(std::size_t bases) {
+  if (bases > kMaxBases) {
+    throw std::invalid_argument(
+        fmt::format("SystemTimer: bases must be at most {}, got {}", kMaxBases, bases));
+  }
+  if (bases == 0) {
+    const std::size_t hw = std::max(1U, std::thread::hardware_concurrency());
+    bases = std::min<std::size_t>(hw, 64);
+  }
+  return std::bit_ceil(bases);
 }
 
 std::shared_ptr<const TaskErrorHandler> make_error_handler(TaskErrorHandler handler,
@@ -47,6 +132,18 @@ constexpr std::uint32_t next_ticket(std::uint32_t state, std::uint32_t queued) n
   return ((state & ~3U) + 4U) | queued;
 }
 
+// How many tasks of a coarse bucket to move down now, `last` being when its share was last
+// counted: the bucket must be empty a tick (of the level below) before it comes due, and the
+// moves are spread evenly over the time left, however often the driver happens to wake.
+std::size_t ahead_pace(const TimingWheel::AheadWork& w, std::int64_t last,
+                       std::int64_t now) noexcept {
+  const std::int64_t finish = w.due - w.finer_tick;
+  if (now >= finish || w.tasks <= kAheadMinChunk) return w.tasks;
+  const double share = static_cast<double>(w.tasks) * static_cast<double>(now - last) /
+                       static_cast<double>(finish - last);
+  return std::min(w.tasks, static_cast<std::size_t>(share) + 1);
+}
+
 }  // namespace
 
 // ---- TimerTask ---------------------------------------------------------------------------------
@@ -67,10 +164,17 @@ bool TimerTask::cancel() noexcept {
           return true;
         }
         break;
-      default:  // kScheduled: only the owning timer, under its lock, may unlink it.
-        if (timer_.load(std::memory_order_acquire)->cancel_scheduled(*this)) return true;
+      case kLinking:  // an add() is linking it under its base's lock: a few instructions
+        std::this_thread::yield();
         w = word_.load(std::memory_order_acquire);
         break;
+      default: {  // kScheduled: only the holder of its base's lock may unlink it.
+        detail::TimerBase* base = base_.load(std::memory_order_acquire);
+        PURGATORY_RACE_POINT("TimerTask::cancel: saw it scheduled, before the timer's lock");
+        if (base->owner->cancel_scheduled(*this, *base)) return true;
+        w = word_.load(std::memory_order_acquire);
+        break;
+      }
     }
   }
 }
@@ -84,7 +188,17 @@ SystemTimer::SystemTimer(TimerOptions options)
       max_pending_(options.max_pending),
       executor_(std::move(options.executor)),
       on_error_(make_error_handler(std::move(options.on_task_error), name_)),
-      wheel_(tick_.count(), options.wheel_size, clock_->now().count()) {
+      armed_(kNobody),
+      external_until_(kNobody) {
+  const std::size_t bases = checked_bases(options.bases);
+  const std::int64_t start = clock_->now().count();
+  bases_.reserve(bases);
+  for (std::size_t i = 0; i < bases; ++i) {
+    // The first base checks wheel_size (TimingWheel throws, naming it) before any thread starts.
+    bases_.push_back(
+        std::make_unique<detail::TimerBase>(*this, tick_.count(), options.wheel_size, start));
+  }
+  base_mask_ = bases - 1;
   owns_executor_ = executor_ == nullptr;
   if (owns_executor_) executor_ = std::make_shared<ThreadExecutor>("exec-" + name_);
   clock_->add_waiter(this);
@@ -99,6 +213,10 @@ SystemTimer::SystemTimer(TimerOptions options)
 SystemTimer::~SystemTimer() {
   close();
   clock_->remove_waiter(this);
+}
+
+detail::TimerBase& SystemTimer::my_base() const noexcept {
+  return *bases_[detail::timer_thread_slot() & base_mask_];
 }
 
 std::int64_t SystemTimer::expiration_for(std::int64_t now, std::int64_t delay) const {
@@ -135,7 +253,7 @@ void SystemTimer::add_task_at(TimerTask& task, Nanos deadline) {
   }
   const std::int64_t expiration =
       deadline.count() <= 0 ? -1 : (deadline.count() + tick - 1) / tick * tick;
-  schedule(task, kUnknownNow, expiration, /*only_if_pending=*/false);
+  schedule(task, kUnknownNow, expiration, /*only_if_pending=*/false, deadline.count());
 }
 
 bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
@@ -144,81 +262,124 @@ bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
 }
 
 bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expiration,
-                           bool only_if_pending) {
+                           bool only_if_pending, std::int64_t deadline) {
   ExpiredBatch run_now;
   bool wake = false;
-  {
-    std::lock_guard<std::mutex> guard(mu_);
-    if (closed_ || draining_) {
-      throw TimerRejected(closed_ ? TimerRejected::Reason::closed : TimerRejected::Reason::draining,
-                          fmt::format("SystemTimer '{}': no new tasks accepted after {}", name_,
-                                      closed_ ? "close()" : "drain() started"));
-    }
-    // Checked before any state changes, against the wheel clock (never ahead of the real one).
-    if (now == kUnknownNow && expiration - wheel_.current_time() > kMaxDelay.count()) {
-      throw std::invalid_argument(
-          fmt::format("SystemTimer '{}': deadline {} ns is more than the maximum delay after now",
-                      name_, expiration));
-    }
+  const auto owns = [this](const detail::TimerBase* b) { return b != nullptr && b->owner == this; };
+  for (;;) {
     std::uint64_t w = t.word_.load(std::memory_order_acquire);
     std::uint32_t s = TimerTask::state_of(w);
-    if (TimerTask::phase_of(s) != TimerTask::kIdle &&
-        t.timer_.load(std::memory_order_relaxed) != this) {
+    if (TimerTask::phase_of(s) == TimerTask::kLinking) {  // another add() is linking it
+      std::this_thread::yield();
+      continue;
+    }
+    detail::TimerBase* held = t.base_.load(std::memory_order_acquire);
+    // A task scheduled here stays in its base (moved in place); any other goes to ours.
+    detail::TimerBase& base =
+        TimerTask::phase_of(s) == TimerTask::kScheduled && owns(held) ? *held : my_base();
+    std::unique_lock<std::mutex> lock(base.mu);
+    if (closed_.load(std::memory_order_relaxed) || draining_.load(std::memory_order_relaxed)) {
+      // While drain() runs (its last expired tasks included) the reason stays `draining`.
+      const bool draining = draining_.load(std::memory_order_relaxed);
+      throw TimerRejected(
+          draining ? TimerRejected::Reason::draining : TimerRejected::Reason::closed,
+          fmt::format("SystemTimer '{}': no new tasks accepted after {}", name_,
+                      draining ? "drain() started" : "close()"));
+    }
+    // Checked before any state changes. The wheel's clock is never ahead of the real one but may
+    // lag it (it moves only when something expires), so a deadline that looks too far from it is
+    // judged again against the clock itself before being refused.
+    if (now == kUnknownNow && expiration - base.wheel.current_time() > kMaxDelay.count() &&
+        deadline - clock_->now().count() > kMaxDelay.count()) {
+      throw std::invalid_argument(
+          fmt::format("SystemTimer '{}': deadline {} ns is more than the maximum delay ({} ns) "
+                      "after now",
+                      name_, deadline, kMaxDelay.count()));
+    }
+    w = t.word_.load(std::memory_order_acquire);
+    s = TimerTask::state_of(w);
+    std::uint32_t phase = TimerTask::phase_of(s);
+    held = t.base_.load(std::memory_order_acquire);
+    if (phase == TimerTask::kLinking) continue;
+    if (phase != TimerTask::kIdle && !owns(held)) {
       throw std::invalid_argument(
           fmt::format("SystemTimer '{}': the task is pending in another timer", name_));
     }
-    if (only_if_pending && TimerTask::phase_of(s) == TimerTask::kIdle) return false;
-    if (TimerTask::phase_of(s) != TimerTask::kScheduled && max_pending_ != 0 &&
-        pending_ >= max_pending_) {
-      throw TimerRejected(TimerRejected::Reason::pending_limit,
-                          fmt::format("SystemTimer '{}': {} tasks pending, the limit (max_pending)",
-                                      name_, pending_));
+    if (phase == TimerTask::kScheduled && held != &base) continue;  // it moved: look again
+    if (only_if_pending && phase == TimerTask::kIdle) return false;
+    if (base.pending == 0) {  // empty wheel: catch up with the clock, for free
+      base.wheel.advance_clock(now != kUnknownNow ? now : clock_->now().count());
     }
-    // Publish the owner before any phase that makes cancel() look at it (kScheduled): a cancel()
-    // on another thread that sees the new phase must find this timer, never a stale or null one.
-    t.timer_.store(this, std::memory_order_release);
-    // Take the task out of wherever it is. A scheduled task keeps the wheel's reference; any
-    // other becomes scheduled and gains it in the same atomic step.
-    for (;;) {
-      const std::uint32_t phase = TimerTask::phase_of(s);
-      if (phase == TimerTask::kScheduled) {  // stable: only mu_ holders change it
-        TimingWheel::remove(t);
-        --pending_;
-        break;
+    // max_pending bounds the tasks held by the wheels: one due at once never enters them.
+    const bool enters_wheel =
+        expiration >= 0 && expiration >= base.wheel.current_time() + tick_.count();
+    bool reserved = false;
+    if (enters_wheel && phase != TimerTask::kScheduled && max_pending_ != 0) {
+      if (limited_pending_.fetch_add(1, std::memory_order_relaxed) >= max_pending_) {
+        limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+        throw TimerRejected(TimerRejected::Reason::pending_limit,
+                            fmt::format("SystemTimer '{}': {} tasks pending, the limit "
+                                        "(max_pending)",
+                                        name_, max_pending_));
       }
-      if (phase == TimerTask::kIdle && only_if_pending) return false;  // its run just started
-      // Idle, or queued (withdraw that run: its job keeps its own reference and will skip).
-      // The CAS makes us the owner against a concurrent cancel(), a job's claim, or another timer.
-      if (t.word_.compare_exchange_weak(
-              w,
-              TimerTask::make_word(TimerTask::with_phase(s, TimerTask::kScheduled),
-                                   TimerTask::refs_of(w) + 1),
-              std::memory_order_acq_rel)) {
-        break;
+      reserved = true;
+    }
+    if (phase == TimerTask::kScheduled) {
+      // Stable: only holders of this base's lock change it. It keeps the wheel's reference.
+      TimingWheel::remove(t);
+      --base.pending;
+      reserved = max_pending_ != 0;  // it holds its unit of the limit already
+      if (base.pending == 0) {       // it was alone: catch up as an add into an empty wheel does
+        base.wheel.advance_clock(now != kUnknownNow ? now : clock_->now().count());
       }
-      s = TimerTask::state_of(w);
-    }
-    if (pending_ == 0) {  // empty wheel: catch up with the clock, for free
-      wheel_.advance_clock(now != kUnknownNow ? now : clock_->now().count());
-    }
-    if (expiration >= 0 && wheel_.add(t, expiration)) {
-      ++pending_;
-      wake = expiration < armed_;
     } else {
+      // Idle, or queued (withdraw that run: its job keeps its own reference and will skip). The
+      // CAS makes us the owner against a concurrent cancel(), a job's claim, or another add();
+      // the task gains the wheel's reference in the same step.
+      bool won = false;
+      while (phase == TimerTask::kIdle || phase == TimerTask::kQueued) {
+        if (only_if_pending && phase == TimerTask::kIdle) break;
+        PURGATORY_RACE_POINT("SystemTimer::schedule: state read, before taking the task");
+        if (t.word_.compare_exchange_weak(
+                w,
+                TimerTask::make_word(TimerTask::with_phase(s, TimerTask::kLinking),
+                                     TimerTask::refs_of(w) + 1),
+                std::memory_order_acq_rel)) {
+          won = true;
+          break;
+        }
+        s = TimerTask::state_of(w);
+        phase = TimerTask::phase_of(s);
+      }
+      if (!won) {
+        if (reserved) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+        if (only_if_pending && phase == TimerTask::kIdle) return false;  // its run just started
+        continue;
+      }
+      // Publish the base before the phase that makes cancel() look at it.
+      t.base_.store(&base, std::memory_order_release);
+      t.word_.fetch_add(TimerTask::state_delta(TimerTask::with_phase(s, TimerTask::kLinking),
+                                               TimerTask::with_phase(s, TimerTask::kScheduled)),
+                        std::memory_order_acq_rel);
+    }
+    if (enters_wheel && base.wheel.add(t, expiration)) {
+      ++base.pending;
+      wake = expiration < armed_.load();
+    } else {
+      if (reserved) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
       queue_expired(t, run_now);
     }
+    break;
   }
+  PURGATORY_RACE_POINT("SystemTimer::schedule: unlocked, before execute or wake");
   if (!run_now.empty()) executor_->execute(run_now);
-  if (wake) {
-    cv_.notify_all();
-    if (wakeup_hook_) wakeup_hook_();
-  }
+  if (wake) wake_drivers();
   return true;
 }
 
 void SystemTimer::queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept {
-  // Scheduled, so the state is ours (mu_); only the count may move under us. The wheel's
-  // reference passes to the job.
+  // Scheduled, so the state is ours (its base's lock); only the count may move under us. The
+  // wheel's reference passes to the job.
   const std::uint32_t s = task.state();
   const std::uint32_t ticket = next_ticket(s, TimerTask::kQueued);
   task.word_.fetch_add(TimerTask::state_delta(s, ticket), std::memory_order_acq_rel);
@@ -229,17 +390,18 @@ void SystemTimer::queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept {
   batch.jobs_.push_back(ExpiredBatch::Job{TaskRef(&task, /*add_ref=*/false), ticket});
 }
 
-bool SystemTimer::cancel_scheduled(TimerTask& task) noexcept {
+bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base) noexcept {
   std::uint64_t before = 0;
   {
-    std::lock_guard<std::mutex> guard(mu_);
+    std::lock_guard<std::mutex> guard(base.mu);
     const std::uint32_t s = task.state();
     if (TimerTask::phase_of(s) != TimerTask::kScheduled ||
-        task.timer_.load(std::memory_order_relaxed) != this) {
+        task.base_.load(std::memory_order_relaxed) != &base) {
       return false;
     }
     TimingWheel::remove(task);
-    --pending_;
+    --base.pending;
+    if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
     // Idle, and the wheel's reference dropped, in one step.
     before = task.word_.fetch_sub(
         TimerTask::state_delta(TimerTask::with_phase(s, TimerTask::kIdle), s) + TimerTask::kOneRef,
@@ -249,48 +411,186 @@ bool SystemTimer::cancel_scheduled(TimerTask& task) noexcept {
   return true;
 }
 
+void SystemTimer::wake_drivers() {
+  {
+    std::lock_guard<std::mutex> guard(drive_mu_);
+    ++wake_requests_;
+  }
+  cv_.notify_all();
+  if (wakeup_hook_) wakeup_hook_();
+}
+
+void SystemTimer::recompute_armed_locked() noexcept {
+  std::int64_t armed = kNobody;
+  for (const std::int64_t until : sleeping_until_) {
+    armed = armed == kNobody ? until : std::min(armed, until);
+  }
+  if (external_until_ != kNobody) {
+    armed = armed == kNobody ? external_until_ : std::min(armed, external_until_);
+  }
+  armed_.store(armed);
+}
+
+std::optional<std::int64_t> SystemTimer::next_wake(std::int64_t now) const {
+  std::optional<std::int64_t> best;
+  const auto consider = [&best](std::int64_t t) {
+    if (!best || t < *best) best = t;
+  };
+  for (const auto& b : bases_) {
+    const std::lock_guard<std::mutex> guard(b->mu);
+    if (b->pending == 0) continue;
+    if (const auto e = b->wheel.next_expiration()) consider(*e);
+    for (int level = 1; level < b->wheel.levels(); ++level) {
+      const auto work = b->wheel.ahead_work(level);
+      if (!work) continue;
+      // Its next step: at once for a bucket not stepped yet, else a tick (of the level below)
+      // after the last one; never after it is due.
+      const auto l = static_cast<std::size_t>(level);
+      const bool stepped = l < b->ahead_due.size() && b->ahead_due[l] == work->due;
+      consider(std::min(work->due, stepped ? b->ahead_last[l] + work->finer_tick : now));
+    }
+  }
+  return best;
+}
+
+std::size_t SystemTimer::total_pending() const {
+  std::size_t n = 0;
+  for (const auto& b : bases_) {
+    const std::lock_guard<std::mutex> guard(b->mu);
+    n += b->pending;
+  }
+  return n;
+}
+
 bool SystemTimer::advance_clock(Nanos max_wait) {
   return advance(max_wait, false);
 }
 
 bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained) {
-  std::unique_lock<std::mutex> lock(mu_);
   std::int64_t now = clock_->now().count();
   const std::int64_t until = max_wait <= Nanos::zero()            ? now
                              : max_wait.count() >= kForever - now ? kForever
                                                                   : now + max_wait.count();
   for (;;) {
-    const auto next = wheel_.next_expiration();
-    if (next && *next <= now) break;
-    if (closed_ || now >= until || (stop_when_drained && pending_ == 0)) return false;
+    // While we look at the bases, any add() wakes us (armed_ is "forever"): none is missed
+    // between the look and the sleep.
+    std::uint64_t requests = 0;
+    {
+      const std::lock_guard<std::mutex> guard(drive_mu_);
+      sleeping_until_.push_back(kForever);
+      recompute_armed_locked();
+      requests = wake_requests_;
+    }
+    const auto next = next_wake(now);
+    const bool act = next && *next <= now;
+    const bool stop =
+        !act && (closed_.load() || now >= until || (stop_when_drained && total_pending() == 0));
+    std::unique_lock<std::mutex> lock(drive_mu_);
+    sleeping_until_.erase(std::find(sleeping_until_.begin(), sleeping_until_.end(), kForever));
+    if (act || stop || wake_requests_ != requests) {
+      recompute_armed_locked();
+      lock.unlock();
+      if (stop) return false;
+      if (act && service(now)) return true;
+      // Only ahead-of-time cascading was due, or an add() came meanwhile: look again.
+      now = std::max(now, clock_->now().count());
+      if (max_wait <= Nanos::zero() && act) return false;
+      continue;
+    }
     const std::int64_t target = std::min(next.value_or(kForever), until);
-    armed_ = sleepers_ == 0 ? target : std::min(armed_, target);
-    ++sleepers_;
+    sleeping_until_.push_back(target);
+    recompute_armed_locked();
     clock_->wait_until(lock, cv_, target == kForever ? Nanos::max() : Nanos{target});
-    if (--sleepers_ == 0) armed_ = kNobodySleeps;
+    sleeping_until_.erase(std::find(sleeping_until_.begin(), sleeping_until_.end(), target));
+    recompute_armed_locked();
     ++wakeups_;
-    now = clock_->now().count();
-  }
-  // Expire in batches, never holding the lock while the executor (and so user code) runs.
-  ExpiredBatch batch;
-  for (;;) {
-    const bool done = expire_due(now, batch);
     lock.unlock();
-    if (!batch.empty()) executor_->execute(batch);
-    if (done) return true;
-    lock.lock();
+    now = clock_->now().count();
   }
 }
 
-bool SystemTimer::expire_due(std::int64_t now, ExpiredBatch& batch) {
-  const bool done = wheel_.expire_due(now, [&](TimerTask& t) {
-    if (wheel_.add(t, TimingWheel::expiration_of(t))) return true;  // cascaded to a finer level
-    --pending_;
+bool SystemTimer::service(std::int64_t now) {
+  // This pass's share of the ahead-of-time cascading, per base and level.
+  for (const auto& b : bases_) {
+    const std::lock_guard<std::mutex> guard(b->mu);
+    const auto levels = static_cast<std::size_t>(b->wheel.levels());
+    b->ahead_quota.assign(levels, 0);
+    b->ahead_due.resize(levels, kNobody);
+    b->ahead_last.resize(levels, 0);
+    for (std::size_t level = 1; level < levels; ++level) {
+      const auto work = b->wheel.ahead_work(static_cast<int>(level));
+      if (!work) continue;
+      if (b->ahead_due[level] != work->due) {  // a new bucket: its window started a tick ago
+        b->ahead_due[level] = work->due;
+        b->ahead_last[level] = work->due - work->tick;
+      }
+      const std::int64_t last = std::min(b->ahead_last[level], now);
+      b->ahead_quota[level] = ahead_pace(*work, last, now);
+      b->ahead_last[level] = now;
+    }
+  }
+  bool any_due = false;
+  ExpiredBatch batch;
+  const std::size_t first = next_start_.fetch_add(1, std::memory_order_relaxed);
+  for (;;) {
+    bool more = false;
+    // A batch from each base in turn, so that no base's backlog holds up another's due tasks.
+    for (std::size_t k = 0; k < bases_.size(); ++k) {
+      detail::TimerBase& b = *bases_[(first + k) & base_mask_];
+      {
+        const std::lock_guard<std::mutex> guard(b.mu);
+        const bool done = expire_due(b, now, batch);
+        if (!done || !batch.empty()) {
+          // Due tasks first; the cascade's slice comes once this base has nothing due.
+          more = more || !done ||
+                 std::any_of(b.ahead_quota.begin(), b.ahead_quota.end(),
+                             [](std::size_t q) { return q > 0; });
+        } else {
+          // Nothing due here: a slice of the ahead-of-time cascade, lowest level first.
+          std::size_t budget = kAheadSlice;
+          for (std::size_t level = 1; level < b.ahead_quota.size() && budget > 0; ++level) {
+            std::size_t& quota = b.ahead_quota[level];
+            if (quota == 0) continue;
+            const std::size_t want = std::min(quota, budget);
+            const std::size_t moved =
+                b.wheel.cascade_ahead(static_cast<int>(level), want, [&](TimerTask& t) {
+                  // The level below is behind (its current bucket): place it from the top.
+                  if (b.wheel.add(t, TimingWheel::expiration_of(t))) return;
+                  --b.pending;
+                  if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+                  queue_expired(t, batch);
+                });
+            budget -= std::min(budget, moved);
+            quota = moved < want ? 0 : quota - moved;  // an emptied bucket ends its quota
+            if (quota > 0) more = true;
+          }
+        }
+      }
+      if (!batch.empty()) {
+        any_due = true;
+        PURGATORY_RACE_POINT("SystemTimer::advance: batch expired, unlocked, before execute");
+        executor_->execute(batch);
+        batch = ExpiredBatch();
+      }
+    }
+    if (!more) break;
+    now = std::max(now, clock_->now().count());  // time moved on while we worked
+  }
+  if (draining_.load()) wake_drivers();  // a drain() may be waiting for the wheels to empty
+  return any_due;
+}
+
+bool SystemTimer::expire_due(detail::TimerBase& b, std::int64_t now, ExpiredBatch& batch) {
+  std::size_t moves = 0;
+  return b.wheel.expire_due(now, [&](TimerTask& t) {
+    if (b.wheel.add(t, TimingWheel::expiration_of(t))) {
+      return ++moves < kMaxMovesPerHold;  // cascaded to a finer level
+    }
+    --b.pending;
+    if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
     queue_expired(t, batch);
-    return batch.size() < kMaxBatch;
+    return batch.size() < kMaxBatch && moves < kMaxMovesPerHold;
   });
-  if (draining_ && pending_ == 0) cv_.notify_all();  // a drain() may be waiting for this
-  return done;
 }
 
 void SystemTimer::reaper_loop() {
@@ -299,37 +599,59 @@ void SystemTimer::reaper_loop() {
 }
 
 std::size_t SystemTimer::size() const {
-  std::lock_guard<std::mutex> guard(mu_);
-  return pending_;
+  return total_pending();
 }
 
 std::vector<std::size_t> SystemTimer::size_per_level() const {
-  std::lock_guard<std::mutex> guard(mu_);
   std::vector<std::size_t> sizes;
-  for (const TimingWheel* w = &wheel_; w != nullptr; w = w->overflow_wheel()) {
-    sizes.push_back(w->level_size());
+  for (const auto& b : bases_) {
+    const std::lock_guard<std::mutex> guard(b->mu);
+    std::size_t level = 0;
+    for (const TimingWheel* w = &b->wheel; w != nullptr; w = w->overflow_wheel(), ++level) {
+      if (sizes.size() <= level) sizes.resize(level + 1, 0);
+      sizes[level] += w->level_size();
+    }
   }
   return sizes;
 }
 
 std::size_t SystemTimer::wheel_memory_bytes() const {
-  std::lock_guard<std::mutex> guard(mu_);
-  return wheel_.memory_bytes();
+  std::size_t n = 0;
+  for (const auto& b : bases_) {
+    const std::lock_guard<std::mutex> guard(b->mu);
+    n += b->wheel.memory_bytes();
+  }
+  return n;
 }
 
 std::optional<Nanos> SystemTimer::next_expiration() const {
-  std::lock_guard<std::mutex> guard(mu_);
-  const auto next = wheel_.next_expiration();
-  if (!next) return std::nullopt;
-  return Nanos{*next};
+  std::optional<std::int64_t> best;
+  for (const auto& b : bases_) {
+    const std::lock_guard<std::mutex> guard(b->mu);
+    const auto e = b->wheel.next_expiration();
+    if (e && (!best || *e < *best)) best = e;
+  }
+  if (!best) return std::nullopt;
+  return Nanos{*best};
 }
 
 std::optional<Nanos> SystemTimer::arm() {
-  std::lock_guard<std::mutex> guard(mu_);
-  const auto next = wheel_.next_expiration();
-  armed_ = next.value_or(kForever);
-  if (!next) return std::nullopt;
-  return Nanos{*next};
+  std::uint64_t requests = 0;
+  for (;;) {
+    {
+      const std::lock_guard<std::mutex> guard(drive_mu_);
+      external_until_ = kForever;  // while we look, any add() calls the hook
+      recompute_armed_locked();
+      requests = wake_requests_;
+    }
+    const auto next = next_wake(clock_->now().count());
+    const std::lock_guard<std::mutex> guard(drive_mu_);
+    if (wake_requests_ != requests) continue;  // an add() came meanwhile: look again
+    external_until_ = next.value_or(kForever);
+    recompute_armed_locked();
+    if (!next) return std::nullopt;
+    return Nanos{*next};
+  }
 }
 
 void SystemTimer::set_wakeup_hook(std::function<void()> hook) {
@@ -340,45 +662,64 @@ std::vector<TaskRef> SystemTimer::drain(Nanos max_wait) {
   std::vector<boost::intrusive_ptr<PeriodicTask>> periodic;
   std::int64_t until = kForever;
   {
-    std::lock_guard<std::mutex> guard(mu_);
-    if (closed_) return {};
-    draining_ = true;
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (const auto& b : bases_)
+      locks.emplace_back(b->mu);
+    if (closed_.load()) return {};
+    draining_.store(true);
     const std::int64_t now = clock_->now().count();
     if (max_wait < Nanos::max() && max_wait.count() < kForever - now) {
       until = now + std::max<std::int64_t>(max_wait.count(), 0);
     }
-    wheel_.for_each_task([&](TimerTask& t) {
-      if (auto* p = dynamic_cast<PeriodicTask*>(&t)) periodic.emplace_back(p);
-    });
+    for (const auto& b : bases_) {
+      b->wheel.for_each_task([&](TimerTask& t) {
+        if (auto* p = dynamic_cast<PeriodicTask*>(&t)) periodic.emplace_back(p);
+      });
+    }
   }
-  // Outside the lock: cancel() takes the periodic task's own lock, then ours.
+  // Outside the locks: cancel() takes the periodic task's own lock, then a base's.
   for (const auto& p : periodic)
     p->cancel();
   for (;;) {
     const std::int64_t now = clock_->now().count();
     if (now >= until || !advance(Nanos{until - now}, /*stop_when_drained=*/true)) {
-      std::lock_guard<std::mutex> guard(mu_);
-      if (pending_ == 0 || closed_ || clock_->now().count() >= until) break;
+      if (total_pending() == 0 || closed_.load() || clock_->now().count() >= until) break;
     }
   }
-  return close();
+  // The clock may have reached the end of the wait before we looked: what is due by then runs.
+  if (!closed_.load()) (void)advance(Nanos::zero(), /*stop_when_drained=*/true);
+  std::vector<TaskRef> handed_back = close();  // adds from the last tasks still say `draining`
+  draining_.store(false);
+  return handed_back;
 }
 
 std::vector<TaskRef> SystemTimer::close() {
   std::vector<TaskRef> handed_back;
   {
-    std::lock_guard<std::mutex> guard(mu_);
-    if (closed_) return handed_back;
-    closed_ = true;
-    handed_back.reserve(pending_);
-    wheel_.drain([&](TimerTask& t) {
-      const std::uint32_t s = t.state();
-      t.word_.fetch_add(TimerTask::state_delta(s, TimerTask::with_phase(s, TimerTask::kIdle)),
-                        std::memory_order_acq_rel);
-      handed_back.emplace_back(&t, /*add_ref=*/false);  // adopt the wheel's reference
-    });
-    pending_ = 0;
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (const auto& b : bases_)
+      locks.emplace_back(b->mu);
+    if (closed_.exchange(true)) return handed_back;
+    std::size_t pending = 0;
+    for (const auto& b : bases_)
+      pending += b->pending;
+    handed_back.reserve(pending);
+    for (const auto& b : bases_) {
+      b->wheel.drain([&](TimerTask& t) {
+        const std::uint32_t s = t.state();
+        t.word_.fetch_add(TimerTask::state_delta(s, TimerTask::with_phase(s, TimerTask::kIdle)),
+                          std::memory_order_acq_rel);
+        handed_back.emplace_back(&t, /*add_ref=*/false);  // adopt the wheel's reference
+      });
+      b->pending = 0;
+    }
+    limited_pending_.store(0);
   }
+  {
+    const std::lock_guard<std::mutex> guard(drive_mu_);
+    ++wake_requests_;
+  }
+  PURGATORY_RACE_POINT("SystemTimer::close: closed, unlocked, before joining the reaper");
   cv_.notify_all();
   if (wakeup_hook_)
     wakeup_hook_();  // an external driver re-arms: nothing left, so it stops waiting
@@ -388,17 +729,18 @@ std::vector<TaskRef> SystemTimer::close() {
 }
 
 bool SystemTimer::is_closed() const {
-  std::lock_guard<std::mutex> guard(mu_);
-  return closed_;
+  return closed_.load();
 }
 
 std::uint64_t SystemTimer::wakeups() const {
-  std::lock_guard<std::mutex> guard(mu_);
+  std::lock_guard<std::mutex> guard(drive_mu_);
   return wakeups_;
 }
 
 void SystemTimer::on_clock_advanced() noexcept {
-  { std::lock_guard<std::mutex> guard(mu_); }  // a waiter is either before its check or asleep
+  {
+    std::lock_guard<std::mutex> guard(drive_mu_);
+  }  // a waiter is either before its check or asleep
   cv_.notify_all();
 }
 

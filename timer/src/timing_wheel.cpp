@@ -31,9 +31,10 @@ TimingWheel::TimingWheel(std::int64_t tick, int wheel_size, std::int64_t start_t
     throw std::invalid_argument(
         fmt::format("TimingWheel: start_time must be >= 0, got {}", start_time));
   }
+  ring_ = 2 * wheel_size;
   interval_ = saturating_mul(tick, wheel_size);
   current_time_ = start_time - start_time % tick;
-  const auto n = static_cast<std::size_t>(wheel_size);
+  const auto n = static_cast<std::size_t>(ring_);
   buckets_ = std::make_unique<TimerTaskList[]>(n);
   for (std::size_t i = 0; i < n; ++i) {
     buckets_[i].counter_ = &level_count_;
@@ -44,7 +45,7 @@ TimingWheel::TimingWheel(std::int64_t tick, int wheel_size, std::int64_t start_t
 }
 
 TimingWheel::~TimingWheel() {
-  for (int i = 0; i < wheel_size_; ++i) {
+  for (int i = 0; i < ring_; ++i) {
     buckets_[static_cast<std::size_t>(i)].flush([](TimerTask&) {});
   }
 }
@@ -53,22 +54,40 @@ bool TimingWheel::add(TimerTask& task, std::int64_t expiration) {
   assert(expiration >= 0);
   if (expiration < current_time_ + tick_) return false;  // due now: the caller runs it
   // expiration > current_time_ here, so the difference cannot overflow.
-  if (expiration - current_time_ < interval_) {
-    const std::int64_t virtual_id = expiration / tick_;
-    const int slot = static_cast<int>(virtual_id % wheel_size_);
-    TimerTaskList& bucket = buckets_[static_cast<std::size_t>(slot)];
-    task.expiration_ = expiration;
-    bucket.add(task);
-    bucket.set_expiration(virtual_id * tick_);
-    set_bit(slot);
-    return true;
-  }
+  if (expiration - current_time_ < interval_) return place(task, expiration);
   if (!overflow_) {
     // The overflow level's tick is this level's interval; interval_ is below kMaxTime here,
     // because a saturated interval accepts every expiration above.
     overflow_ = std::make_unique<TimingWheel>(interval_, wheel_size_, current_time_);
   }
   return overflow_->add(task, expiration);
+}
+
+bool TimingWheel::place(TimerTask& task, std::int64_t expiration) noexcept {
+  if (expiration < current_time_ + tick_) return false;
+  const std::int64_t virtual_id = expiration / tick_;
+  assert(virtual_id < current_time_ / tick_ + ring_);
+  const int slot = slot_of(virtual_id);
+  TimerTaskList& bucket = buckets_[static_cast<std::size_t>(slot)];
+  task.expiration_ = expiration;
+  bucket.add(task);
+  bucket.set_expiration(virtual_id * tick_);
+  set_bit(slot);
+  return true;
+}
+
+std::optional<TimingWheel::AheadWork> TimingWheel::ahead_work(int level) const noexcept {
+  const TimingWheel* finer = this;
+  for (int i = 1; i < level && finer != nullptr; ++i)
+    finer = finer->overflow_.get();
+  if (finer == nullptr || finer->overflow_ == nullptr) return std::nullopt;
+  const TimingWheel& coarse = *finer->overflow_;
+  if (coarse.level_count_ == 0) return std::nullopt;
+  const std::int64_t next_id = coarse.current_time_ / coarse.tick_ + 1;
+  const TimerTaskList& bucket = coarse.buckets_[static_cast<std::size_t>(coarse.slot_of(next_id))];
+  if (bucket.empty()) return std::nullopt;
+  return AheadWork{saturating_mul(next_id, coarse.tick_), bucket.size(), finer->tick_,
+                   coarse.tick_};
 }
 
 void TimingWheel::remove(TimerTask& task) noexcept {
@@ -95,7 +114,7 @@ std::size_t TimingWheel::size() const noexcept {
 std::size_t TimingWheel::memory_bytes() const noexcept {
   std::size_t n = 0;
   for (const TimingWheel* w = this; w != nullptr; w = w->overflow_.get()) {
-    n += sizeof(TimingWheel) + static_cast<std::size_t>(w->wheel_size_) * sizeof(TimerTaskList) +
+    n += sizeof(TimingWheel) + static_cast<std::size_t>(w->ring_) * sizeof(TimerTaskList) +
          w->nonempty_.capacity() * sizeof(std::uint64_t);
   }
   return n;
@@ -119,22 +138,21 @@ std::optional<TimingWheel::Next> TimingWheel::find_next() const noexcept {
   for (const TimingWheel* w = this; w != nullptr; w = w->overflow_.get()) {
     if (w->level_count_ == 0) continue;
     const std::int64_t current_id = w->current_time_ / w->tick_;
-    const int from = static_cast<int>(current_id % w->wheel_size_);
+    const int from = w->slot_of(current_id);
     const int d = w->distance_to_next_set(from);
     assert(d >= 0);
     // A bucket of a coarser level may tie with a finer one (both due at the same instant); the
     // finer level is visited first and wins the tie, which is the order the cascade needs.
-    const std::int64_t expiration = (current_id + d) * w->tick_;
+    const std::int64_t expiration = saturating_mul(current_id + d, w->tick_);
     if (!best || expiration < best->expiration) {
-      best = Next{const_cast<TimingWheel*>(w), static_cast<int>((from + d) % w->wheel_size_),
-                  expiration};
+      best = Next{const_cast<TimingWheel*>(w), (from + d) % w->ring_, expiration};
     }
   }
   return best;
 }
 
 int TimingWheel::distance_to_next_set(int from) const noexcept {
-  const int n = wheel_size_;
+  const int n = ring_;
   const int words = static_cast<int>(nonempty_.size());
   // Scan [from, n) then [0, from), a word at a time.
   int word = from / 64;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -23,7 +25,13 @@ constexpr std::string_view kExposition = "text/plain; version=0.0.4; charset=utf
 }  // namespace
 
 struct MetricsServer::Shared {
+  struct Route {
+    std::string method;
+    std::string path;
+    HttpHandler handler;
+  };
   std::function<std::string()> render;
+  std::vector<Route> routes;
   bool stopped = false;  // set by stop(): no handler renders afterwards
 };
 
@@ -58,14 +66,55 @@ class MetricsServer::Session : public std::enable_shared_from_this<Session> {
     response_.set(http::field::server, "demo_broker");
     const std::string_view target(req.target().data(), req.target().size());
     const std::string_view path = target.substr(0, target.find('?'));
-    if (path != "/metrics") {
-      respond(http::status::not_found, kPlain, "not found: try /metrics\n");
-    } else if (req.method() != http::verb::get) {
-      response_.set(http::field::allow, "GET");
-      respond(http::status::method_not_allowed, kPlain, "only GET is allowed on /metrics\n");
-    } else {
-      respond(http::status::ok, kExposition, shared_->render());
+    if (path == "/metrics") {
+      if (req.method() != http::verb::get) {
+        response_.set(http::field::allow, "GET");
+        respond(http::status::method_not_allowed, kPlain, "only GET is allowed on /metrics\n");
+      } else {
+        respond(http::status::ok, kExposition, shared_->render());
+      }
+      return;
     }
+    const std::string_view method(req.method_string().data(), req.method_string().size());
+    std::string allowed;
+    for (const Shared::Route& r : shared_->routes) {
+      if (r.path != path) continue;
+      if (r.method == method) {
+        serve(r.handler, target, path);
+        return;
+      }
+      allowed += (allowed.empty() ? "" : ", ") + r.method;
+    }
+    if (!allowed.empty()) {
+      response_.set(http::field::allow, allowed);
+      respond(http::status::method_not_allowed, kPlain,
+              fmt::format("{} is not allowed on {}: use {}\n", method, path, allowed));
+      return;
+    }
+    std::string paths = "/metrics";
+    for (const Shared::Route& r : shared_->routes)
+      paths += ", " + r.method + " " + r.path;
+    respond(http::status::not_found, kPlain, fmt::format("not found: {} (try {})\n", path, paths));
+  }
+
+  void serve(const HttpHandler& handler, std::string_view target, std::string_view path) {
+    const auto& req = parser_.get();
+    HttpRequest request;
+    request.method = std::string(req.method_string());
+    request.path = std::string(path);
+    if (const auto q = target.find('?'); q != std::string_view::npos) {
+      request.query = std::string(target.substr(q + 1));
+    }
+    request.content_type = std::string(req[http::field::content_type]);
+    request.body = req.body();
+    HttpReply reply;
+    try {
+      reply = handler(request);
+    } catch (const std::exception& e) {
+      reply = HttpReply{500, std::string(kPlain), fmt::format("internal error: {}\n", e.what())};
+    }
+    response_.set(http::field::cache_control, "no-store");
+    respond(static_cast<http::status>(reply.status), reply.content_type, std::move(reply.body));
   }
 
   void respond(http::status status, std::string_view content_type, std::string body) {
@@ -90,6 +139,10 @@ class MetricsServer::Session : public std::enable_shared_from_this<Session> {
 MetricsServer::MetricsServer(boost::asio::io_context& io, std::function<std::string()> render)
     : acceptor_(io), shared_(std::make_shared<Shared>()) {
   shared_->render = std::move(render);
+}
+
+void MetricsServer::route(std::string method, std::string path, HttpHandler handler) {
+  shared_->routes.push_back({std::move(method), std::move(path), std::move(handler)});
 }
 
 MetricsServer::~MetricsServer() {

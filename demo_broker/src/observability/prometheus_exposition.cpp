@@ -32,7 +32,8 @@ class Exposition {
   std::string out_;
 };
 
-// Purgatory names are ours ("fetch", "produce"), but escape as the format requires anyway.
+// Purgatory names are ours ("fetch", "produce", "join", "heartbeat"), but escape as the format
+// requires anyway.
 std::string label_value(std::string_view value) {
   std::string out;
   for (const char c : value) {

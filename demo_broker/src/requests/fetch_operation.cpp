@@ -90,11 +90,13 @@ FetchResponse build_fetch_response(const LogStore& log, const FetchRequest& req,
   return resp;
 }
 
-DelayedFetch::DelayedFetch(const LogStore& log, FetchRequest request, ResponseSlot slot)
+DelayedFetch::DelayedFetch(const LogStore& log, FetchRequest request, ResponseSlot slot,
+                           OutcomeLog* outcomes)
     : DelayedOperation(fetch_timeout(request)),
       log_(log),
       request_(std::move(request)),
-      slot_(std::move(slot)) {}
+      slot_(std::move(slot)),
+      outcomes_(outcomes) {}
 
 bool DelayedFetch::try_complete() {
   return fetch_satisfied(log_, request_) && force_complete();
@@ -113,6 +115,7 @@ void DelayedFetch::on_complete() {
       how = "cancelled (broker shutting down)";
       break;
   }
+  if (parked_ && outcomes_ != nullptr) record_outcome();
   if (!slot_.conn->is_open()) {
     slot_.conn->respond_nothing(slot_, "abandoned: the client disconnected");
     return;
@@ -130,6 +133,50 @@ void DelayedFetch::on_complete() {
         outcome += fmt::format(", {} record bytes (min_bytes={})", bytes, request.min_bytes);
         return frame;
       });
+}
+
+void DelayedFetch::record_outcome() {
+  OutcomeEvent e;
+  e.at = std::chrono::steady_clock::now();
+  e.purgatory = "fetch";
+  e.key = outcome_key(request_);
+  e.waited_ms = std::chrono::duration<double, std::milli>(e.at - arrived_).count();
+  const std::size_t bytes = fetchable_bytes(log_, request_);
+  switch (outcome()) {
+    case Outcome::completed:
+      if (!slot_.conn->is_open()) {
+        e.outcome = "abandoned";
+        e.why = "the client disconnected";
+      } else if (fetch_has_error(log_, request_)) {
+        e.outcome = "completed early";
+        e.why = "a partition has an error to report";
+      } else {
+        e.outcome = "completed early";
+        e.why = fmt::format("min_bytes reached: {} of {} bytes", bytes, request_.min_bytes);
+      }
+      break;
+    case Outcome::expired:
+      e.outcome = "expired";
+      e.why = fmt::format("max_wait_ms={} passed with {} of {} bytes", request_.max_wait_ms, bytes,
+                          request_.min_bytes);
+      break;
+    default:
+      e.outcome = "shut down";
+      e.why = "the broker is stopping";
+      break;
+  }
+  outcomes_->add(std::move(e));
+}
+
+std::string outcome_key(const FetchRequest& req) {
+  std::size_t partitions = 0;
+  std::string first;
+  for (const FetchTopic& t : req.topics) {
+    for (const FetchPartition& p : t.partitions) {
+      if (partitions++ == 0) first = fmt::format("{}-{}", t.topic, p.partition);
+    }
+  }
+  return partitions <= 1 ? first : fmt::format("{} +{}", first, partitions - 1);
 }
 
 }  // namespace purgatory::broker

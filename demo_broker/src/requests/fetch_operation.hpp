@@ -14,12 +14,15 @@
 // error Kafka would give at that time.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <string>
 
 #include "purgatory/broker/fetch.hpp"
 #include "purgatory/broker/log_store.hpp"
 #include "purgatory/delayed_operation.hpp"
-#include "server/connection.hpp"
+#include "requests/outcome_log.hpp"
+#include "requests/responder.hpp"
 
 namespace purgatory::broker {
 
@@ -39,10 +42,15 @@ namespace purgatory::broker {
 [[nodiscard]] FetchResponse build_fetch_response(const LogStore& log, const FetchRequest& req,
                                                  std::size_t& total_bytes);
 
+// "demo-0" for a fetch of one partition, "demo-0 +2" for three: how the outcome log names it.
+[[nodiscard]] std::string outcome_key(const FetchRequest& req);
+
 // Call only from the broker's io thread (the purgatory's timer expires it there too).
 class DelayedFetch final : public DelayedOperation {
  public:
-  DelayedFetch(const LogStore& log, FetchRequest request, ResponseSlot slot);
+  // `outcomes` (may be null) is told how a parked fetch ended.
+  DelayedFetch(const LogStore& log, FetchRequest request, ResponseSlot slot,
+               OutcomeLog* outcomes = nullptr);
 
   // The first try failed: the operation now waits in the purgatory (for the log line).
   void mark_parked() noexcept { parked_ = true; }
@@ -52,9 +60,13 @@ class DelayedFetch final : public DelayedOperation {
   void on_complete() override;
 
  private:
+  void record_outcome();
+
   const LogStore& log_;
   const FetchRequest request_;
   const ResponseSlot slot_;
+  OutcomeLog* const outcomes_;
+  const std::chrono::steady_clock::time_point arrived_ = std::chrono::steady_clock::now();
   bool parked_ = false;
 };
 

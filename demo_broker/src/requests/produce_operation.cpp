@@ -1,6 +1,7 @@
 #include "produce_operation.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include <fmt/format.h>
@@ -8,12 +9,14 @@
 namespace purgatory::broker {
 
 DelayedProduce::DelayedProduce(Nanos timeout, const LogStore& log, ProduceResponse response,
-                               std::vector<Appended> appended, ResponseSlot slot)
+                               std::vector<Appended> appended, ResponseSlot slot,
+                               OutcomeLog* outcomes)
     : DelayedOperation(timeout),
       log_(log),
       response_(std::move(response)),
       appended_(std::move(appended)),
-      slot_(std::move(slot)) {}
+      slot_(std::move(slot)),
+      outcomes_(outcomes) {}
 
 std::vector<TopicPartition> DelayedProduce::keys() const {
   std::vector<TopicPartition> out;
@@ -53,6 +56,31 @@ void DelayedProduce::on_complete() {
         timed_out, appended_.size());
   } else {
     how = parked_ ? "completed: every follower caught up" : "answered at once";
+  }
+  if (parked_ && outcomes_ != nullptr) {
+    OutcomeEvent e;
+    e.at = std::chrono::steady_clock::now();
+    e.purgatory = "produce";
+    e.key = appended_.empty()
+                ? std::string()
+                : fmt::format("{}-{}", appended_[0].tp.topic, appended_[0].tp.partition);
+    if (appended_.size() > 1) e.key += fmt::format(" +{}", appended_.size() - 1);
+    e.waited_ms = std::chrono::duration<double, std::milli>(e.at - arrived_).count();
+    if (outcome() == Outcome::shut_down) {
+      e.outcome = "shut down";
+      e.why = "the broker is stopping";
+    } else if (!slot_.conn->is_open()) {
+      e.outcome = "abandoned";
+      e.why = "the client disconnected";
+    } else if (timed_out > 0) {
+      e.outcome = "expired";
+      e.why = fmt::format("{} of {} partition(s) not replicated by every follower in time",
+                          timed_out, appended_.size());
+    } else {
+      e.outcome = "completed";
+      e.why = "every follower caught up";
+    }
+    outcomes_->add(std::move(e));
   }
   if (!slot_.conn->is_open()) {
     slot_.conn->respond_nothing(slot_, "abandoned: the client disconnected");

@@ -5,6 +5,7 @@
 // replicated answer REQUEST_TIMED_OUT; their data stays in the log, as in Kafka.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -12,7 +13,8 @@
 #include "purgatory/broker/log_store.hpp"
 #include "purgatory/broker/produce.hpp"
 #include "purgatory/delayed_operation.hpp"
-#include "server/connection.hpp"
+#include "requests/outcome_log.hpp"
+#include "requests/responder.hpp"
 
 namespace purgatory::broker {
 
@@ -28,9 +30,9 @@ class DelayedProduce final : public DelayedOperation {
   };
 
   // `response` already holds every partition's answer; those in `appended` are settled when the
-  // operation completes.
+  // operation completes. `outcomes` (may be null) is told how a parked produce ended.
   DelayedProduce(Nanos timeout, const LogStore& log, ProduceResponse response,
-                 std::vector<Appended> appended, ResponseSlot slot);
+                 std::vector<Appended> appended, ResponseSlot slot, OutcomeLog* outcomes = nullptr);
 
   [[nodiscard]] std::vector<TopicPartition> keys() const;
   void mark_parked() noexcept { parked_ = true; }
@@ -46,6 +48,8 @@ class DelayedProduce final : public DelayedOperation {
   ProduceResponse response_;
   const std::vector<Appended> appended_;
   const ResponseSlot slot_;
+  OutcomeLog* const outcomes_;
+  const std::chrono::steady_clock::time_point arrived_ = std::chrono::steady_clock::now();
   bool parked_ = false;
 };
 

@@ -13,7 +13,9 @@
 #include "purgatory/broker/metrics_server.hpp"
 #include "purgatory/broker/prometheus_exposition.hpp"
 #include "purgatory/timer/timer_task.hpp"
-#include "requests/group_requests.hpp"
+#include "requests/outcome_log.hpp"
+#include "server/group_handler.hpp"
+#include "server/ui_responder.hpp"
 
 namespace purgatory::broker {
 
@@ -75,6 +77,7 @@ Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
     };
     return std::make_unique<Purgatory>(timer_, std::move(options));
   };
+  outcomes_ = std::make_unique<OutcomeLog>();
   fetch_purgatory_ = make_purgatory("fetch");
   produce_purgatory_ = make_purgatory("produce");
   GroupCoordinatorHooks hooks;
@@ -84,7 +87,7 @@ Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
   hooks.on_event = [this](std::string_view e) { event(e); };
   hooks.on_error = [this](std::string_view e) { log(e); };
   group_coordinator_ = std::make_unique<GroupCoordinator>(timer_, config_.groups, std::move(hooks));
-  group_requests_ = std::make_unique<GroupRequests>(*group_coordinator_, [this] {
+  group_handler_ = std::make_unique<GroupHandler>(*group_coordinator_, [this] {
     FindCoordinatorResponse self;
     self.node_id = config_.node_id;
     self.host = advertised_host_;
@@ -111,11 +114,16 @@ void Broker::start() {
         std::make_unique<MetricsServer>(io_, [this] { return to_prometheus_text(metrics()); });
     metrics_server_->start(config_.metrics_host, config_.metrics_port);
   }
+  if (!config_.ui_host.empty()) start_live_view();
   accept();
 }
 
 std::uint16_t Broker::metrics_port() const noexcept {
   return metrics_server_ ? metrics_server_->port() : 0;
+}
+
+std::uint16_t Broker::ui_port() const noexcept {
+  return ui_server_ ? ui_server_->port() : 0;
 }
 
 void Broker::accept() {
@@ -144,6 +152,8 @@ void Broker::stop() {
   boost::system::error_code ec;
   acceptor_.close(ec);
   if (metrics_server_) metrics_server_->stop();
+  if (ui_server_) ui_server_->stop();
+  if (ui_responder_) ui_responder_->close("broker shutting down");
   auto connections = std::move(connections_);
   connections_.clear();
   for (auto& [id, conn] : connections)
@@ -240,7 +250,7 @@ void Broker::handle_request(const std::shared_ptr<Connection>& conn, ByteView pa
           } else if constexpr (std::is_same_v<T, ProduceRequest>) {
             handle_produce(slot, std::move(req));
           } else if constexpr (is_group_request_v<T>) {
-            group_requests_->handle(slot, header, req);
+            group_handler_->handle(slot, header, req);
           } else {
             static_assert(std::is_same_v<T, FetchRequest>);
             handle_fetch(slot, std::move(req));

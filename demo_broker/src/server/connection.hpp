@@ -41,29 +41,14 @@
 
 #include "purgatory/broker/codec.hpp"
 #include "purgatory/delayed_operation.hpp"
+#include "requests/responder.hpp"
 
 namespace purgatory::broker {
 
 class Broker;
-class Connection;
-
-// Where one request's answer goes: a connection and the slot its request took there. Holding it
-// keeps the connection object (not the socket) alive. A plain value, thread-compatible.
-struct ResponseSlot {
-  std::shared_ptr<Connection> conn;
-  std::uint64_t seq = 0;
-  std::int16_t version = 0;
-  std::int32_t correlation_id = 0;
-};
-
-// A response encoded only when its turn to be written comes (Connection::respond_deferred). Builds
-// the whole frame from the broker's state as it is when called, and appends to `outcome` what it
-// served (for the request log line). Called at most once, on the io thread, from inside
-// Connection; it must not call back into that connection. May throw: the connection is closed.
-using ResponseBuilder = std::function<Bytes(std::string& outcome)>;
 
 // Call only from the broker's io thread.
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection final : public Responder, public std::enable_shared_from_this<Connection> {
  public:
   using Socket = boost::asio::ip::tcp::socket;
 
@@ -72,24 +57,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Starts reading requests.
   void start();
   // Closes the socket and completes every parked operation (they write nothing). Idempotent.
-  void close(std::string_view reason);
-  [[nodiscard]] bool is_open() const noexcept { return open_; }
-  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
-  [[nodiscard]] const std::string& peer() const noexcept { return peer_; }
+  void close(std::string_view reason) override;
+  [[nodiscard]] bool is_open() const noexcept override { return open_; }
+  [[nodiscard]] std::uint64_t id() const noexcept override { return id_; }
+  [[nodiscard]] const std::string& peer() const noexcept override { return peer_; }
 
   // Takes the next response slot, for a request with `header`.
   ResponseSlot open_slot(const RequestHeader& header);
   // `op` answers `slot` later; if the client leaves first, close() force-completes it.
-  void park(const ResponseSlot& slot, OperationRef op);
+  void park(const ResponseSlot& slot, OperationRef op) override;
   // Fills the slot with a complete response frame; `outcome` is for the request log line. A
   // closed connection drops it.
-  void respond(const ResponseSlot& slot, Bytes frame, std::string_view outcome);
+  void respond(const ResponseSlot& slot, Bytes frame, std::string_view outcome) override;
   // Fills the slot with a response built later, by `builder`, once every response before it has
   // been written and no write is in flight; `outcome` starts its request log line, which is
   // written then. A closed connection drops it without calling `builder`.
-  void respond_deferred(const ResponseSlot& slot, std::string outcome, ResponseBuilder builder);
+  void respond_deferred(const ResponseSlot& slot, std::string outcome,
+                        ResponseBuilder builder) override;
   // Fills the slot with no response at all (a Produce with acks=0).
-  void respond_nothing(const ResponseSlot& slot, std::string_view outcome);
+  void respond_nothing(const ResponseSlot& slot, std::string_view outcome) override;
 
  private:
   // One write gathers the frames ready at the head of the queue until they pass this many bytes

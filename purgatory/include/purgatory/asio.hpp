@@ -9,8 +9,11 @@
 // (completed, expired or shut_down) once the operation ended and its callbacks ran; or
 // boost::asio::error::operation_aborted and Outcome::pending when the wait was cancelled first.
 // The handler runs once, posted to its associated executor (never inline in the thread that
-// completed the operation), and a pending wait counts as outstanding work of that executor, so
-// io_context::run() does not return while an operation is awaited.
+// completed the operation), and a pending wait counts as outstanding work of that executor: for a
+// handler bound to an io_context (a coroutine's use_awaitable, bind_executor(io, ...)),
+// io_context::run() does not return while the operation is awaited. A plain lambda's associated
+// executor is Asio's system executor: its handler runs on a system-executor thread and keeps no
+// io_context busy.
 //
 // Cancelling the wait cancels the operation. Boost 1.74's Asio has no cancellation slots (they
 // came in 1.77), so the cancellable form takes a C++20 std::stop_token before the token; with
@@ -18,12 +21,13 @@
 // withdraws the operation from its purgatory exactly as DelayedOperationPurgatory::cancel_for_key()
 // does: its timeout is cancelled, it leaves every key (watched() drops), it counts in
 // metrics().cancelled_total, and no outcome is decided: on_complete() does not run, and the
-// operation stays pending for its owner to drop (or force_complete()). A request that finds the
-// outcome already decided (completed, or the timeout firing) changes nothing: the wait then
-// completes with that outcome; so does a check of its key already under way on another thread,
-// which may still complete it as the withdrawal releases its lock. A request for an operation
-// that no purgatory watches (not yet, or not any more) only ends the wait. Do not request the
-// stop from inside the operation's own try_complete() (as for cancel_for_key()).
+// operation stays pending for its owner to drop (or force_complete()): once the handler has
+// (operation_aborted, pending), no purgatory decides its outcome, not even a check of its key
+// already under way on another thread. A request that finds the outcome already decided
+// (completed, or the timeout firing) changes nothing: the wait then completes with that outcome.
+// A request for an operation that no purgatory watches (not yet, or not any more) only ends the
+// wait. Do not request the stop from inside the operation's own try_complete() (as for
+// cancel_for_key()).
 //
 // While a cancellable wait is pending it holds a reference to the operation (so a request can
 // reach it); the reference goes when the wait completes.
@@ -46,6 +50,7 @@
 #include "purgatory/detail/operation_access.hpp"
 #include "purgatory/outcome.hpp"
 #include "purgatory/timer/async.hpp"
+#include "purgatory/timer/detail/race_point.hpp"
 
 namespace purgatory {
 
@@ -104,6 +109,7 @@ class OutcomeWait {
       op = wait.op_;
     }
     if (!op) return;  // completed, or not held yet (hold() follows; see async_wait_outcome)
+    PURGATORY_RACE_POINT("OutcomeWait::request_cancel: took the operation, before withdrawing");
     if (withdraw(*op) != Withdrawal::deciding) {
       wait.finish(boost::system::error_code(boost::asio::error::operation_aborted),
                   Outcome::pending);

@@ -27,6 +27,7 @@
 
 #include "purgatory/delayed_operation.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
+#include "purgatory/timer/detail/race_point.hpp"
 
 namespace purgatory {
 
@@ -100,6 +101,7 @@ class Promise {
       state_->done = true;
       callbacks.swap(state_->callbacks);
     }
+    PURGATORY_RACE_POINT("Promise::complete: done, before the callbacks");
     for (auto& callback : callbacks)
       callback();
   }
@@ -138,6 +140,7 @@ class DelayedFuture final : public DelayedOperation {
           const std::lock_guard<std::mutex> lock(link->mu);
           op = link->op;  // alive: on_complete() clears the link before the last reference goes
         }
+        PURGATORY_RACE_POINT("DelayedFuture: took the operation from its link, before checking");
         if (op) op->safe_try_complete();
       });
     }
@@ -145,7 +148,10 @@ class DelayedFuture final : public DelayedOperation {
 
   bool try_complete() override {
     for (const auto& future : futures_) {
-      if (!future.is_done()) return false;
+      if (!future.is_done()) {
+        PURGATORY_RACE_POINT("DelayedFuture::try_complete: a future not done, before returning");
+        return false;
+      }
     }
     return force_complete();
   }

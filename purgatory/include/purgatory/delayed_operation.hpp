@@ -13,6 +13,10 @@
 //     only while the operation is pending. It may call force_complete() on this operation and
 //     check_and_complete() on any purgatory (checks never block on an operation's lock); it must
 //     not block, nor force_complete() *another* operation (two such calls could deadlock).
+//     A check that reaches this operation from inside its own try_complete() (a key it watches,
+//     directly or through another operation's try_complete()) makes it run once more after it
+//     returns, and only once: a try_complete() that keeps checking its own keys is not re-run
+//     forever.
 //   - on_complete(), on_expiration() and the outcome listener run with *no* lock of this
 //     operation or of the purgatory held, after the lock is released: they may call anything,
 //     including check_and_complete() and try_complete_else_watch() of a new operation.
@@ -68,7 +72,8 @@ class DelayedOperation : public TimerTask {
   // Kafka's safeTryComplete: runs try_complete() under the lock. If another thread holds the
   // lock it does not wait: it leaves a note that makes the holder check again before releasing
   // (Kafka's tryCompletePending), so no check is lost and no checker blocks. Returns whether this
-  // call decided the outcome.
+  // call decided the outcome. Works on any pending operation, watched or not (a purgatory's own
+  // checks, check_and_complete(), act only on the operations it still watches).
   bool safe_try_complete();
 
   [[nodiscard]] bool is_completed() const noexcept { return outcome() != Outcome::pending; }
@@ -82,7 +87,8 @@ class DelayedOperation : public TimerTask {
   }
 
   // Calls `listener` once with the outcome, after on_complete()/on_expiration() ran; at once if
-  // that already happened. At most one listener: a second throws std::logic_error.
+  // that already happened. At most one listener: a second throws std::logic_error, a null one
+  // std::invalid_argument.
   void set_outcome_listener(std::unique_ptr<OutcomeListener> listener);
 
   // Lockable: the operation's lock. Hold it to change state that try_complete() reads. On the
@@ -107,17 +113,31 @@ class DelayedOperation : public TimerTask {
  private:
   friend struct detail::OperationAccess;
 
+  // Why try_complete() runs (bits): a caller asked (safe_try_complete(), the watch itself); a
+  // purgatory's check of a watched key (void once the operation is no longer watched); a check
+  // made from inside this operation's own try_complete() (honoured once, not again for a check
+  // made by the run it caused).
+  static constexpr std::uint8_t kDirectCheck = 1;
+  static constexpr std::uint8_t kWatchCheck = 2;
+  static constexpr std::uint8_t kNestedCheck = 4;
+
   // The expiry: the timer calls it when the timeout passes first.
   void run() final;
-  // Decides `outcome` unless already decided; the callbacks run on the last unlock.
-  bool complete_with(Outcome outcome);
+  // Decides `outcome` unless already decided; the callbacks run on the last unlock. With
+  // only_if_watched, decides only an operation a purgatory watches (shutdown()).
+  bool complete_with(Outcome outcome, bool only_if_watched = false);
+  // safe_try_complete() for `reason` (kDirectCheck or kWatchCheck).
+  bool check(std::uint8_t reason);
+  // Requires the lock. Whether a purgatory watches the operation now.
+  [[nodiscard]] bool watched_locked() const noexcept { return num_nodes_ > 0; }
   // Requires the lock. Records the outcome, leaves the timer and every watch list.
   bool decide_locked(Outcome outcome) noexcept;
   // Runs the callbacks and the listener. No lock held.
   void finish() noexcept;
   void report(std::exception_ptr error, std::string_view where) noexcept;
-  // Requires the lock, not inside try_complete(). Runs try_complete(); returns whether it decided.
-  bool run_try_complete_locked() noexcept;
+  // Requires the lock, not inside try_complete(). Runs try_complete() for `reason` and for the
+  // notes left meanwhile; returns whether it decided.
+  bool run_try_complete_locked(std::uint8_t reason) noexcept;
 
   static constexpr std::uint8_t kNoListener = 0;
   static constexpr std::uint8_t kListening = 1;
@@ -126,16 +146,18 @@ class DelayedOperation : public TimerTask {
   const Nanos timeout_;
   OperationLock lock_;
   std::atomic<Outcome> outcome_{Outcome::pending};  // written under lock_
-  std::atomic<bool> try_pending_{false};            // a skipped check the holder must redo
-  std::atomic<bool> claimed_{false};                // watched once
+  std::atomic<std::uint8_t> notes_{0};  // skipped checks (k*Check bits) the holder must redo
+  std::atomic<bool> claimed_{false};    // watched once
   std::atomic<bool> has_listener_{false};
   // kNoListener -> kListening (set_outcome_listener) and/or -> kFinished (callbacks done): who
   // moves it second calls the listener, without a lock.
   std::atomic<std::uint8_t> listen_state_{kNoListener};
-  bool deferred_ = false;         // guarded by lock_: finish() on last unlock
-  bool in_try_complete_ = false;  // guarded by lock_
-  std::uint32_t num_nodes_ = 0;   // guarded by lock_
-  Nanos watched_since_{0};        // guarded by lock_
+  bool deferred_ = false;            // guarded by lock_: finish() on last unlock
+  bool in_try_complete_ = false;     // guarded by lock_
+  bool finish_counted_ = false;      // guarded by lock_: the registry waits for finish()
+  std::uint32_t num_nodes_ = 0;      // guarded by lock_
+  std::uint32_t registry_slot_ = 0;  // guarded by lock_: the registry's bookkeeping
+  Nanos watched_since_{0};           // written under lock_, atomically (snapshot() reads it)
   boost::intrusive_ptr<detail::WatchRegistry> registry_;  // guarded by lock_ while pending
   std::unique_ptr<detail::WatchNode[]> nodes_;            // guarded by lock_
   std::unique_ptr<OutcomeListener> listener_;             // published by listen_state_

@@ -29,6 +29,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -39,13 +40,15 @@
 #include "purgatory/detail/purgatory_state.hpp"
 #include "purgatory/errors.hpp"
 #include "purgatory/purgatory_metrics.hpp"
+#include "purgatory/purgatory_snapshot.hpp"
+#include "purgatory/timer/detail/race_point.hpp"
 #include "purgatory/timer/system_timer.hpp"
 
 namespace purgatory {
 
 // Thread-safe: every member may be called from any thread, including from an operation's
-// callbacks, except that shutdown() (and so the destructor) must not be called from a callback
-// run by the purgatory's own timer.
+// callbacks, except that shutdown() (and so the destructor) must not be called from a task run by
+// a timer the purgatory owns (closing it would wait for that task).
 template <class Key, class Hash = std::hash<Key>, class KeyEqual = std::equal_to<Key>>
 class DelayedOperationPurgatory {
  public:
@@ -64,8 +67,13 @@ class DelayedOperationPurgatory {
   // Kafka's tryCompleteElseWatch: tries to complete `op`; if it cannot, watches it on every key,
   // tries once more (a completion that became possible between the first try and the watch is
   // not missed), and only then schedules its timeout. Returns whether this call completed it.
-  // An operation completed before this call is returned false and not watched.
+  // An operation completed before this call is returned false and not watched. A key listed
+  // more than once is watched once.
   // If the timer refuses the timeout (closed, or at max_pending) the operation expires at once.
+  // Refused: when this call throws (the errors above, or any exception from the timer or from
+  // hashing or allocating a key), the operation is not watched and nothing of it stays behind
+  // (no key lists it, no timeout is scheduled, was_watched() is false, no outcome is decided and
+  // no callback runs because of this call): the caller still owns it and may retry.
   bool try_complete_else_watch(const OperationRef& op, std::span<const Key> keys) {
     if (!op) throw std::invalid_argument("try_complete_else_watch: the operation is null");
     if (keys.empty()) {
@@ -83,7 +91,8 @@ class DelayedOperationPurgatory {
 
     Watch watched = Watch::completed_elsewhere;
     try {
-      watched = watch(*op, keys);
+      const DistinctKeys distinct = distinct_keys(keys);
+      watched = watch(*op, std::span<const Key* const>(distinct.data(), distinct.size()));
     } catch (...) {
       Access::unclaim(*op);  // refused, not watched: the caller still owns it
       throw;
@@ -98,24 +107,30 @@ class DelayedOperationPurgatory {
   // Kafka's checkAndComplete: tries every operation watched on `key`; returns how many this call
   // completed (they leave every key at once). 0 for a key nobody watches. No shard lock is held
   // while try_complete() runs, and it never waits for an operation's lock.
+  // An operation that stops being watched meanwhile (completed, expired, cancelled, withdrawn)
+  // is not completed by this call.
   std::size_t check_and_complete(const Key& key) {
     throw_if_shut_down("check_and_complete");
     Ops ops = copy_watchers(key);
+    PURGATORY_RACE_POINT("DelayedOperationPurgatory::check_and_complete: copied, before checks");
     std::size_t completed = 0;
     for (const OperationRef& op : ops) {
-      if (op->safe_try_complete()) ++completed;
+      if (Access::check_watched(*op)) ++completed;
     }
     return completed;
   }
 
   // Kafka's cancelForKey: stops watching every operation watched on `key` (on all its keys) and
   // cancels its timeout, without deciding an outcome, and returns them: the caller now decides
-  // their fate (typically force_complete()). Operations completing or expiring concurrently are
-  // left alone. Counted in metrics().cancelled_total. Waits for each operation's lock, so it must
-  // not be called from try_complete().
+  // their fate (typically force_complete()); this purgatory never completes, expires or shuts
+  // down a returned operation, not even through a check already under way on another thread.
+  // An operation whose outcome is already decided, or whose expiry already started (the timer's
+  // run began), is left alone and not returned. Counted in metrics().cancelled_total. Waits for
+  // each operation's lock, so it must not be called from try_complete().
   std::vector<OperationRef> cancel_for_key(const Key& key) {
     throw_if_shut_down("cancel_for_key");
     Ops ops = copy_watchers(key);
+    PURGATORY_RACE_POINT("DelayedOperationPurgatory::cancel_for_key: copied, before locks");
     std::vector<OperationRef> cancelled;
     cancelled.reserve(ops.size());
     for (const OperationRef& op : ops) {
@@ -131,19 +146,25 @@ class DelayedOperationPurgatory {
     return cancelled;
   }
 
-  // Kafka's PurgatorySize: (operation, key) pairs watched now.
+  // Kafka's PurgatorySize: (operation, key) pairs watched now. Like Kafka's, a sum of per-shard
+  // counts read one after another: exact while nothing changes; under concurrent watches and
+  // completions it may count an operation that left one shard and one that arrived in another
+  // after it, so it can exceed the number of pairs that ever existed together (never negative).
   [[nodiscard]] std::size_t watched() const noexcept {
     std::size_t total = 0;
     for (std::size_t i = 0; i <= mask_; ++i) {
       total += shards_[i].watched.load(std::memory_order_relaxed);
+      PURGATORY_RACE_POINT("DelayedOperationPurgatory::watched: summed a shard, before the next");
     }
     return total;
   }
-  // Kafka's NumDelayedOperations: operations waiting now.
+  // Kafka's NumDelayedOperations: operations waiting now. A sum over shards, as watched().
   [[nodiscard]] std::size_t num_delayed() const noexcept {
     std::size_t total = 0;
     for (std::size_t i = 0; i <= mask_; ++i) {
       total += shards_[i].delayed.load(std::memory_order_relaxed);
+      PURGATORY_RACE_POINT(
+          "DelayedOperationPurgatory::num_delayed: summed a shard, before the next");
     }
     return total;
   }
@@ -155,10 +176,15 @@ class DelayedOperationPurgatory {
     return m;
   }
 
-  // Stops accepting calls, then gives every waiting operation exactly one outcome: those the
-  // timer already expired finish as expired, all others complete with Outcome::shut_down (their
-  // on_complete() sees it in outcome()). Closes the timer if the purgatory owns it. Returns after
-  // every such callback ran. Idempotent.
+  // Stops accepting calls, then gives every waiting operation exactly one outcome: those whose
+  // outcome was already being decided (completed by a check, or expired: the timer's run
+  // started; with a timer the purgatory owns, also every timeout already due, which close()
+  // lets run) keep it, all others complete with Outcome::shut_down (their on_complete() sees it
+  // in outcome()). Closes the timer if the purgatory owns it. Returns after the callbacks (and
+  // outcome listener) of every operation that was waiting when it began have run, wherever they
+  // run, except those running on the calling thread (a shutdown() called from a callback).
+  // Idempotent: a second call returns at once. Must not be called while holding a lock that a
+  // callback of this purgatory's operations takes.
   void shutdown() {
     if (state_->shut_down.exchange(true)) return;
     for (std::size_t i = 0; i <= mask_; ++i) {
@@ -175,9 +201,15 @@ class DelayedOperationPurgatory {
           if (shard.entries.empty()) break;
           op = shard.entries.begin()->second.nodes.front().op;
         }
-        // Blocks until any other decider has unlinked it: the loop always progresses.
-        (void)Access::complete_with(*op, Outcome::shut_down);
+        PURGATORY_RACE_POINT("DelayedOperationPurgatory::shutdown: found, before completing");
+        // Blocks until any other decider (or a refused watch) has unlinked it: the loop always
+        // progresses. A refused watch is not decided here: it is not watched when we get its lock.
+        (void)Access::complete_if_watched(*op, Outcome::shut_down);
       }
+    }
+    PURGATORY_RACE_POINT("DelayedOperationPurgatory::shutdown: completed all, before waiting");
+    for (std::size_t i = 0; i <= mask_; ++i) {
+      state_->wait_finished(static_cast<std::uint32_t>(i));
     }
   }
   [[nodiscard]] bool is_shut_down() const noexcept { return state_->shut_down.load(); }
@@ -185,6 +217,42 @@ class DelayedOperationPurgatory {
   [[nodiscard]] SystemTimer& timer() const noexcept { return *timer_; }
   [[nodiscard]] const std::string& name() const noexcept { return state_->name(); }
   [[nodiscard]] std::size_t shard_count() const noexcept { return mask_ + 1; }
+
+  // The operations waiting now, per key, within `limits` (see purgatory_snapshot.hpp). Each shard
+  // lock is held only to count and copy: the keys (Key's copy constructor is the one piece of
+  // user code run under it), the counts and each listed operation's watched-since, deadline and
+  // key count. No operation lock is taken and no callback, Hash or KeyEqual runs. Nothing is
+  // recorded on the watch/complete paths for it: when never called it costs nothing.
+  // An operation still being set up (linked, its watch not yet committed) is counted in
+  // `waiting` but not listed. Works after shutdown() too (then it finds nothing).
+  [[nodiscard]] PurgatorySnapshot<Key> snapshot(SnapshotLimits limits = {}) const {
+    PurgatorySnapshot<Key> snap;
+    snap.now = state_->clock().now();
+    snap.keys.reserve(std::min<std::size_t>(limits.max_keys, 1024));
+    for (std::size_t i = 0; i <= mask_; ++i) {
+      Shard& shard = shards_[i];
+      const std::lock_guard<std::mutex> lock(shard.mu);
+      snap.keys_total += shard.entries.size();
+      snap.delayed += shard.delayed.load(std::memory_order_relaxed);
+      for (auto it = shard.entries.begin();
+           it != shard.entries.end() && snap.keys.size() < limits.max_keys; ++it) {
+        auto& entry =
+            snap.keys.emplace_back(typename PurgatorySnapshot<Key>::KeyEntry{it->first, 0, {}});
+        entry.waiting = it->second.nodes.size();
+        entry.operations.reserve(std::min(entry.waiting, limits.max_operations_per_key));
+        for (const detail::WatchNode& node : it->second.nodes) {
+          if (entry.operations.size() >= limits.max_operations_per_key) break;
+          // Linked here, so not yet unwatched: its node array and timeout are stable.
+          const Nanos since = Access::watched_since_relaxed(*node.op);
+          if (since == Nanos::zero()) continue;  // being set up: counted, not listed
+          const Nanos timeout = node.op->timeout();
+          entry.operations.push_back({since, since + std::max(timeout, Nanos::zero()), timeout,
+                                      static_cast<std::uint32_t>(Access::nodes(*node.op).size())});
+        }
+      }
+    }
+    return snap;
+  }
 
  private:
   using Access = detail::OperationAccess;
@@ -205,11 +273,17 @@ class DelayedOperationPurgatory {
   class State final : public detail::PurgatoryState {
    public:
     State(DelayedOperationPurgatory& owner, std::string name, CallbackErrorHandler on_error,
-          const Clock& clock)
-        : PurgatoryState(std::move(name), std::move(on_error), clock), owner_(&owner) {}
+          const Clock& clock, std::size_t shards)
+        : PurgatoryState(std::move(name), std::move(on_error), clock, shards), owner_(&owner) {}
 
     void unwatch(DelayedOperation& op, Outcome outcome) noexcept override {
       const auto nodes = Access::nodes(op);
+      if (outcome != Outcome::pending) {
+        // Counted before it leaves the lists: shutdown() finds it in a list or waits for it.
+        const std::uint32_t slot = nodes[0].list->shard;
+        Access::set_registry_slot(op, slot);
+        count_finishing(slot);
+      }
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         owner_->unlink(nodes[i], i == 0);
       }
@@ -233,7 +307,7 @@ class DelayedOperationPurgatory {
     mask_ = count - 1;
     shift_ = 64 - std::countr_zero(count);
     shards_ = std::make_unique<Shard[]>(count);
-    state_ = new State(*this, options.name, options.on_callback_error, timer_->clock());
+    state_ = new State(*this, options.name, options.on_callback_error, timer_->clock(), count);
   }
 
   static std::shared_ptr<SystemTimer> make_timer(const PurgatoryOptions& options) {
@@ -261,33 +335,74 @@ class DelayedOperationPurgatory {
   // timeout. Scheduling under the lock means no completion (whose cancel() also runs under it)
   // can race the timer's add(). Watches nothing if op completes first; on an exception nothing
   // stays linked.
-  Watch watch(DelayedOperation& op, std::span<const Key> keys) {
+  // `keys` holds no key twice.
+  Watch watch(DelayedOperation& op, std::span<const Key* const> keys) {
     const std::lock_guard<DelayedOperation> lock(op);  // its unlock runs a completion's callbacks
     if (op.is_completed()) return Watch::completed_elsewhere;
     if (Access::try_complete_locked(op)) return Watch::completed_unwatched;
     const auto nodes = Access::begin_watch(op, state_, static_cast<std::uint32_t>(keys.size()));
     try {
       for (std::size_t i = 0; i < keys.size(); ++i) {
-        link(op, keys[i], nodes[i], i == 0);
+        link(op, *keys[i], nodes[i], i == 0);
+        PURGATORY_RACE_POINT("DelayedOperationPurgatory::watch: linked a key, before the next");
       }
     } catch (...) {
-      for (std::size_t i = 0; i < nodes.size(); ++i) {
-        if (nodes[i].list != nullptr) unlink(nodes[i], i == 0);
-      }
+      unlink_refused(nodes);
       Access::abort_watch(op);
       throw;
     }
     const Nanos watched_at = state_->clock().now();  // one read: waiting-time metric and deadline
     Access::commit_watch(op, watched_at);
     if (Access::try_complete_locked(op)) return Watch::completed_watched;
+    PURGATORY_RACE_POINT("DelayedOperationPurgatory::watch: linked, before the timeout");
     try {
       timer_->add_at(OperationRef(&op), watched_at + std::max(op.timeout(), Nanos::zero()));
     } catch (const TimerRejected&) {
       // No timeout can be enforced: end it now rather than let it wait forever (its callbacks
       // run when the lock is released).
       Access::complete_with(op, state_->shut_down.load() ? Outcome::shut_down : Outcome::expired);
+    } catch (...) {
+      // Anything else (a bad deadline, out of memory): refused, and nothing stays behind. Checks
+      // that found it meanwhile left notes that are void once it is unwatched.
+      unlink_refused(nodes);
+      Access::abort_committed_watch(op);
+      throw;
     }
     return Watch::watching;
+  }
+
+  // Unlinks the nodes of a watch being refused (the operation's lock held, no outcome decided).
+  void unlink_refused(std::span<detail::WatchNode> nodes) noexcept {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i].list != nullptr) unlink(nodes[i], i == 0);
+    }
+  }
+
+  // The keys, each once (by KeyEqual), in their first order. Pointers into `keys`.
+  using DistinctKeys = boost::container::small_vector<const Key*, 8>;
+  static DistinctKeys distinct_keys(std::span<const Key> keys) {
+    DistinctKeys out;
+    out.reserve(keys.size());
+    if (keys.size() <= 16) {
+      for (const Key& k : keys) {
+        const bool seen =
+            std::any_of(out.begin(), out.end(), [&](const Key* p) { return KeyEqual{}(*p, k); });
+        if (!seen) out.push_back(&k);
+      }
+      return out;
+    }
+    struct PtrHash {
+      std::size_t operator()(const Key* p) const { return Hash{}(*p); }
+    };
+    struct PtrEqual {
+      bool operator()(const Key* a, const Key* b) const { return KeyEqual{}(*a, *b); }
+    };
+    std::unordered_set<const Key*, PtrHash, PtrEqual> seen;
+    seen.reserve(keys.size());
+    for (const Key& k : keys) {
+      if (seen.insert(&k).second) out.push_back(&k);
+    }
+    return out;
   }
 
   // `first`: the operation's first node, which carries its count in `delayed`.

@@ -253,14 +253,18 @@ def case_help(binary):
     check(h.returncode == 0, "--help exits 0")
     for option in ["--listen", "--partitions", "--followers", "--replication-delay-ms",
                    "--max-request-bytes", "--fetch-max-bytes", "--retention-bytes", "--node-id",
-                   "--advertised-host", "--port-file", "--verbose", "--demo",
-                   "--group-initial-rebalance-delay-ms", "--group-min-session-timeout-ms",
+                   "--advertised-host", "--port-file", "--verbose", "--demo", "--metrics",
+                   "--ui", "--group-initial-rebalance-delay-ms", "--group-min-session-timeout-ms",
                    "--group-max-session-timeout-ms"]:
         check(option in h.stdout, f"--help describes {option}")
     bad = subprocess.run([binary, "--followers", "2", "--replication-delay-ms", "1,2,3"],
                          capture_output=True, text=True, timeout=30)
     check(bad.returncode != 0 and "one per follower" in bad.stderr,
           "a delay list that does not match --followers is refused with a clear message")
+    ui = subprocess.run([binary, "--ui", "127.0.0.1:http"], capture_output=True, text=True,
+                        timeout=30)
+    check(ui.returncode != 0 and "--ui" in ui.stderr and "'http'" in ui.stderr,
+          f"a bad --ui port is refused, naming the option and the value ({ui.stderr.strip()!r})")
     zero = subprocess.run([binary, "--fetch-max-bytes", "0"], capture_output=True, text=True,
                           timeout=30)
     check(zero.returncode != 0 and "--fetch-max-bytes" in zero.stderr,

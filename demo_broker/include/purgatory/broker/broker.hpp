@@ -19,6 +19,7 @@
 #include <utility>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,8 +31,8 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "purgatory/broker/broker_config.hpp"
+#include "purgatory/broker/broker_metrics.hpp"
 #include "purgatory/broker/codec.hpp"
-#include "purgatory/broker/group_coordinator.hpp"
 #include "purgatory/broker/log_store.hpp"
 #include "purgatory/broker/topic_partition.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
@@ -41,25 +42,14 @@
 namespace purgatory::broker {
 
 class Connection;
-class GroupRequests;
+class GroupCoordinator;
+class GroupHandler;
 class MetricsServer;
+class OutcomeLog;
+class UiResponder;
+struct HttpReply;
+struct HttpRequest;
 struct ResponseSlot;
-
-// What the broker reports about itself: a snapshot, each field read atomically. A plain value,
-// thread-compatible.
-struct BrokerMetrics {
-  PurgatoryMetrics fetch;
-  PurgatoryMetrics produce;
-  std::uint64_t connections_accepted = 0;
-  std::uint64_t connections_open = 0;
-  std::uint64_t requests = 0;
-  std::uint64_t malformed_requests = 0;              // connections closed for a bad frame
-  std::uint64_t abandoned_operations = 0;            // parked when their client disconnected
-  std::vector<std::size_t> timer_pending_per_level;  // the shared timer, finest level first
-  PurgatoryMetrics join;                             // the group coordinator's join purgatory
-  PurgatoryMetrics heartbeat;                        // and its heartbeat purgatory
-  GroupCoordinatorStats groups;
-};
 
 using Purgatory = DelayedOperationPurgatory<TopicPartition, TopicPartitionHash>;
 
@@ -91,8 +81,14 @@ class Broker {
   [[nodiscard]] std::uint16_t port() const noexcept { return port_.load(); }
   // The metrics endpoint's bound port; 0 when there is none. Thread-safe.
   [[nodiscard]] std::uint16_t metrics_port() const noexcept;
+  // The live view's bound port; 0 when there is none. Thread-safe.
+  [[nodiscard]] std::uint16_t ui_port() const noexcept;
   [[nodiscard]] BrokerMetrics metrics() const;
   [[nodiscard]] const BrokerConfig& config() const noexcept { return config_; }
+
+  // The live view's "play the demo" control (POST /api/demo), also used by `--demo --ui` to start
+  // the demo at once. Call on the io thread.
+  HttpReply handle_ui_demo_request(const HttpRequest& req);
 
   // ---- for Connection ---------------------------------------------------------------------
   // One complete request frame payload (after the size prefix).
@@ -116,6 +112,15 @@ class Broker {
   void on_high_watermark_advanced(const TopicPartition& tp, std::int64_t from, std::int64_t to);
   void event(std::string_view text) const;
 
+  // ---- the live view (server/live_view.cpp) -------------------------------------------------
+  void start_live_view();
+  // GET /api/state?since=SEQ: the outcomes after SEQ, and everything else as it is now.
+  [[nodiscard]] std::string live_state_json(std::uint64_t since_outcome) const;
+  HttpReply ui_state(const HttpRequest& req) const;
+  HttpReply ui_produce(const HttpRequest& req);
+  HttpReply ui_fetch(const HttpRequest& req);
+  HttpReply ui_replication_delay(const HttpRequest& req);
+
   boost::asio::io_context& io_;
   BrokerConfig config_;
   std::string advertised_host_;
@@ -127,8 +132,12 @@ class Broker {
   std::unique_ptr<Purgatory> fetch_purgatory_;
   std::unique_ptr<Purgatory> produce_purgatory_;
   std::unique_ptr<MetricsServer> metrics_server_;  // null without config.metrics_host
+  std::unique_ptr<MetricsServer> ui_server_;       // null without config.ui_host
+  std::unique_ptr<OutcomeLog> outcomes_;           // parked requests' outcomes, for the live view
+  std::shared_ptr<UiResponder> ui_responder_;      // answers (discards) the live view's requests
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<GroupCoordinator> group_coordinator_;
-  std::unique_ptr<GroupRequests> group_requests_;
+  std::unique_ptr<GroupHandler> group_handler_;  // the group apis' dispatch
   std::unordered_map<std::uint64_t, std::shared_ptr<Connection>> connections_;
   std::uint64_t next_connection_id_ = 0;
   bool stopped_ = false;

@@ -40,6 +40,18 @@ struct BrokerConfig {
   // Prometheus endpoint (GET /metrics) on this host; empty: none. Port 0: any free port.
   std::string metrics_host;
   std::uint16_t metrics_port = 0;
+  // The live view (GET / and /api/state, POST controls; docs/live-view.md) on this host; empty:
+  // none. Port 0: any free port (Broker::ui_port() tells which).
+  std::string ui_host;
+  std::uint16_t ui_port = 0;
+  // The live view's "play the demo" button: starts the scripted scenarios against this broker on
+  // another thread and returns true, or returns false when they are already playing. Null: the
+  // button answers 404. ui_demo_running tells the page whether they are playing.
+  std::function<bool()> ui_play_demo;
+  std::function<bool()> ui_demo_running;
+  // What the first followers' replication delays are set to before the demo plays (its checks
+  // rely on them); the demo needs at least this many followers.
+  std::vector<std::chrono::milliseconds> ui_demo_replication_delays;
   bool verbose = false;  // one log line per request
   // Where log lines go (without a trailing newline); null: stderr.
   std::function<void(std::string_view line)> log_sink;

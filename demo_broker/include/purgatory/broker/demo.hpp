@@ -6,6 +6,7 @@
 // expires one, then the purgatory metrics and how to explore with kcat.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -19,6 +20,19 @@ struct DemoOptions {
   std::string metrics_host;             // also serve GET /metrics there (port 0: any); empty: no
   std::uint16_t metrics_port = 0;
 };
+
+// Followers of the demo's broker: the scenarios' checks rely on these replication delays.
+inline constexpr std::chrono::milliseconds kDemoFollowerDelays[] = {std::chrono::milliseconds(100),
+                                                                    std::chrono::milliseconds(400)};
+
+// Plays the fetch and produce scenarios (not the consumer-group one, which needs the broker's
+// group settings) against a broker already listening on host:port whose two simulated
+// followers replicate after kDemoFollowerDelays, `pace` (>= 1) times slower than the scripted
+// timeline so that the live view can be watched, on topics named with `topic_suffix` ("early",
+// "quiet", ... plus the suffix). Prints the timeline to `out`. Returns 0 when every check passed.
+// Blocks for about 5 s times `pace`; call from a thread other than the broker's.
+int play_demo_scenarios(const std::string& host, std::uint16_t port, double pace,
+                        const std::string& topic_suffix, std::FILE* out);
 
 // Runs every scenario (a few seconds in all). Returns 0 when each behaved as expected, 1
 // otherwise. Prints to `out`. Call from one thread at a time.

@@ -41,6 +41,7 @@
 
 #include "purgatory/broker/describe_groups.hpp"
 #include "purgatory/broker/group_config.hpp"
+#include "purgatory/broker/group_coordinator_stats.hpp"
 #include "purgatory/broker/heartbeat.hpp"
 #include "purgatory/broker/join_group.hpp"
 #include "purgatory/broker/leave_group.hpp"
@@ -82,23 +83,6 @@ struct MemberKeyHash {
     return h ^
            (std::hash<std::string>{}(k.member_id) + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2));
   }
-};
-
-// Outcome counters (monotonic) and two gauges. A plain value, thread-compatible.
-struct GroupCoordinatorStats {
-  std::uint64_t rebalances = 0;               // join phases begun (-> PreparingRebalance)
-  std::uint64_t joins_completed = 0;          // join phases ended with every member in
-  std::uint64_t joins_expired = 0;            // join phases ended by the rebalance timeout
-  std::uint64_t initial_joins = 0;            // empty groups' join phases ended by their delay
-  std::uint64_t initial_delays_extended = 0;  // initial delays restarted for a new member
-  std::uint64_t generations = 0;              // generations started (-> CompletingRebalance)
-  std::uint64_t members_evicted = 0;          // not rejoined when a join phase ended
-  std::uint64_t sessions_expired = 0;         // removed by the heartbeat purgatory
-  std::uint64_t pending_members_expired = 0;  // given an id (MEMBER_ID_REQUIRED), never came
-  std::uint64_t members_left = 0;             // LeaveGroup
-  std::uint64_t offsets_committed = 0;        // partitions
-  std::size_t groups = 0;                     // gauge: groups known now
-  std::size_t members = 0;                    // gauge: members of all groups now
 };
 
 // Answers a parked JoinGroup or SyncGroup, once. `how` says how its wait ended, for the log line

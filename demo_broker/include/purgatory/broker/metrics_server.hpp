@@ -1,5 +1,6 @@
-// MetricsServer: a minimal HTTP/1.1 server (Boost.Beast) for Prometheus scrapes. GET /metrics
-// answers 200 with whatever `render` returns, in the text exposition format (version 0.0.4);
+// MetricsServer: a minimal HTTP/1.1 server (Boost.Beast) for Prometheus scrapes and the live view.
+// GET /metrics answers 200 with whatever `render` returns, in the text exposition format (version
+// 0.0.4); more routes (the live view's page, /api/state and its controls) are added with route();
 // another path gets 404, another method 405. One request per connection (then "Connection:
 // close"), at most kMaxSessions connections at once, each given kSessionTimeout to send its
 // request and read the answer: a slow or hostile client costs one socket for a bounded time.
@@ -22,6 +23,24 @@
 
 namespace purgatory::broker {
 
+// One request as a route handler sees it. A plain value.
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // without the query
+  std::string query;   // after '?', undecoded ("" when none)
+  std::string content_type;
+  std::string body;  // at most MetricsServer::kMaxRequestBodyBytes
+};
+
+// A route handler's answer. A plain value.
+struct HttpReply {
+  unsigned status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+using HttpHandler = std::function<HttpReply(const HttpRequest&)>;
+
 // Call only from the thread running `io` (render runs there too), except: the constructor and
 // start() (before the io_context runs or on its thread), and port(), which is thread-safe.
 // Errors: start() throws boost::system::system_error when it cannot bind.
@@ -37,6 +56,10 @@ class MetricsServer {
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
+
+  // Serves `method` `path` (exact match) with `handler`, which runs on the io thread. Call before
+  // start(). A handler that throws answers 500 with the exception's message.
+  void route(std::string method, std::string path, HttpHandler handler);
 
   // Binds HOST:PORT (port 0: any free port, see port()) and starts accepting.
   void start(const std::string& host, std::uint16_t port);

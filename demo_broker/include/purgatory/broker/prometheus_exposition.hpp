@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "purgatory/broker/broker.hpp"
+#include "purgatory/broker/broker_metrics.hpp"
 
 namespace purgatory::broker {
 

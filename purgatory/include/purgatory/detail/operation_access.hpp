@@ -1,6 +1,7 @@
 // Internal: the purgatory's view of an operation's watch state. Not for users.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -32,12 +33,21 @@ struct OperationAccess {
   // Requires op's lock and every node linked: from now on completing it unwatches it.
   static void commit_watch(DelayedOperation& op, Nanos now) noexcept {
     intrusive_ptr_add_ref(&op);  // the purgatory's watch reference, dropped when unwatched
-    op.watched_since_ = now;
+    // Atomic: snapshot() reads it under a shard lock only, without the operation's lock.
+    std::atomic_ref<Nanos>(op.watched_since_).store(now, std::memory_order_relaxed);
+  }
+  // Requires op's lock, op pending, committed, and its nodes unlinked by the caller: undoes
+  // begin_watch() and commit_watch() (the watch was refused after all). The caller holds a
+  // reference.
+  static void abort_committed_watch(DelayedOperation& op) noexcept {
+    abort_watch(op);
+    intrusive_ptr_release(&op);
   }
   // Requires op's lock and no node linked: undoes begin_watch().
   static void abort_watch(DelayedOperation& op) noexcept {
     free_nodes(op);
     op.registry_.reset();
+    drop_watch_notes(op);
   }
 
   static std::span<WatchNode> nodes(DelayedOperation& op) noexcept {
@@ -48,18 +58,44 @@ struct OperationAccess {
     op.num_nodes_ = 0;
   }
   static Nanos watched_since(const DelayedOperation& op) noexcept { return op.watched_since_; }
+  // For snapshot(): readable without op's lock; Nanos{0} until commit_watch().
+  static Nanos watched_since_relaxed(DelayedOperation& op) noexcept {
+    return std::atomic_ref<Nanos>(op.watched_since_).load(std::memory_order_relaxed);
+  }
   static const WatchRegistry* registry(const DelayedOperation& op) noexcept {
     return op.registry_.get();
   }
 
   // Requires op's lock held once by this thread: runs try_complete() under it.
   static bool try_complete_locked(DelayedOperation& op) noexcept {
-    return op.run_try_complete_locked();
+    return op.run_try_complete_locked(DelayedOperation::kDirectCheck);
   }
 
-  // Decides `outcome`, blocking on the lock (shutdown, rejected timeouts).
+  // A purgatory's check of a key watching `op`: as safe_try_complete(), but only while `op` is
+  // still watched (a check that copied it before it was cancelled or refused does nothing).
+  static bool check_watched(DelayedOperation& op) {
+    return op.check(DelayedOperation::kWatchCheck);
+  }
+
+  // Decides `outcome`, blocking on the lock (rejected timeouts).
   static bool complete_with(DelayedOperation& op, Outcome outcome) {
     return op.complete_with(outcome);
+  }
+  // As complete_with(), only if `op` is still watched (shutdown()).
+  static bool complete_if_watched(DelayedOperation& op, Outcome outcome) {
+    return op.complete_with(outcome, /*only_if_watched=*/true);
+  }
+
+  // Requires op's lock. Checks skipped while the lock was held by a watch now refused are void.
+  static void drop_watch_notes(DelayedOperation& op) noexcept {
+    op.notes_.fetch_and(static_cast<std::uint8_t>(~DelayedOperation::kWatchCheck));
+  }
+
+  static void set_registry_slot(DelayedOperation& op, std::uint32_t slot) noexcept {
+    op.registry_slot_ = slot;
+  }
+  static std::uint32_t registry_slot(const DelayedOperation& op) noexcept {
+    return op.registry_slot_;
   }
 
   // Requires op's lock; op pending, watched, its timeout cancelled. Stops watching it without

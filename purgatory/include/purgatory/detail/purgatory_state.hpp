@@ -2,7 +2,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "purgatory/detail/watch_registry.hpp"
@@ -14,10 +16,22 @@ namespace purgatory::detail {
 // Thread-safe.
 class PurgatoryState : public WatchRegistry {
  public:
-  PurgatoryState(std::string name, CallbackErrorHandler on_error, const Clock& clock);
+  // `slots`: how many finishing counters (the purgatory uses one per shard, so that completing
+  // threads do not share one counter).
+  PurgatoryState(std::string name, CallbackErrorHandler on_error, const Clock& clock,
+                 std::size_t slots);
 
   void report_error(const DelayedOperation& op, std::exception_ptr error,
                     std::string_view where) noexcept override;
+
+  // Counts one operation of `slot` as decided but not finished (its callbacks yet to run).
+  void count_finishing(std::uint32_t slot) noexcept;
+  void finish_started(const DelayedOperation& op) noexcept override;
+  void finished(const DelayedOperation& op) noexcept override;
+  // Returns once every operation counted in `slot` has finished, except those whose callbacks
+  // are running on the calling thread (a shutdown() called from a callback). Call after
+  // shut_down is set.
+  void wait_finished(std::uint32_t slot) const noexcept;
 
   // Accounts for one operation leaving the purgatory after waiting since `since`.
   void account(Outcome outcome, Nanos since) noexcept;
@@ -40,6 +54,10 @@ class PurgatoryState : public WatchRegistry {
   std::atomic<std::uint64_t> shut_down_total_{0};
   std::atomic<std::uint64_t> cancelled_{0};
   LatencyHistogram waited_;
+  struct alignas(64) Finishing {
+    std::atomic<std::int32_t> count{0};
+  };
+  std::unique_ptr<Finishing[]> finishing_;
 };
 
 }  // namespace purgatory::detail

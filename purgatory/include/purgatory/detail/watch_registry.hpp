@@ -51,9 +51,15 @@ class WatchRegistry : public boost::intrusive_ref_counter<WatchRegistry> {
   WatchRegistry& operator=(const WatchRegistry&) = delete;
   virtual ~WatchRegistry() = default;
 
-  // Unlinks and frees every node of `op`, and accounts for `outcome` (pending: cancelled).
-  // Called with op's lock held; takes shard locks (lock order: operation, then shard).
+  // Unlinks and frees every node of `op`, and accounts for `outcome` (pending: cancelled). For a
+  // decided outcome, `op` then counts as finishing until finished(op). Called with op's lock
+  // held; takes shard locks (lock order: operation, then shard).
   virtual void unwatch(DelayedOperation& op, Outcome outcome) noexcept = 0;
+
+  // The callbacks of an operation unwatch() counted are about to run, then have run, on the
+  // calling thread. shutdown() waits for every counted operation's finished().
+  virtual void finish_started(const DelayedOperation& op) noexcept = 0;
+  virtual void finished(const DelayedOperation& op) noexcept = 0;
 
   // Reports an exception thrown by one of op's callbacks. No lock held.
   virtual void report_error(const DelayedOperation& op, std::exception_ptr error,

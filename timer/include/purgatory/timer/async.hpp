@@ -8,10 +8,14 @@
 // Completion signature void(boost::system::error_code). The wait is an internal TimerTask on
 // `timer`: no error once it ran (never before `delay`, like any task), and
 // boost::asio::error::operation_aborted when it was cancelled first, or when the timer closed first
-// (close() hands the task back and nothing runs it). Exactly one completion per wait. The handler
-// is posted to its associated executor (never run inside the initiating call, nor on the timer's
-// threads), and a pending wait counts as outstanding work of that executor, so io_context::run()
-// does not return while one is pending.
+// (close() hands the task back and nothing runs it; the wait completes when the last reference to
+// that task is dropped, at once when the caller of close() ignores what it returned). Exactly one
+// completion per wait. The handler is posted to its associated executor (never run inside the
+// initiating call, nor on the timer's threads), and a pending wait counts as outstanding work of
+// that executor: for a handler bound to an io_context (a coroutine's use_awaitable,
+// bind_executor(io, ...)), io_context::run() does not return while the wait is pending. A plain
+// lambda's associated executor is Asio's system executor: its handler runs on a system-executor
+// thread and keeps no io_context busy.
 //
 // Cancelling. Boost 1.74's Asio has no per-operation cancellation slots (they came in Boost 1.77),
 // so a wait takes an optional C++20 std::stop_token before the completion token:
@@ -49,6 +53,7 @@
 #endif
 
 #include "purgatory/timer/clock.hpp"
+#include "purgatory/timer/detail/race_point.hpp"
 #include "purgatory/timer/system_timer.hpp"
 #include "purgatory/timer/timer_task.hpp"
 
@@ -226,6 +231,7 @@ struct InitiateTimerWait {
       wait->completion().abandon();
       throw;
     }
+    PURGATORY_RACE_POINT("async_wait: task added, before marking it scheduled");
     wait->scheduled();
   }
 };

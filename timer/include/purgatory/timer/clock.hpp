@@ -65,8 +65,8 @@ class SteadyClock final : public Clock {
   static const SteadyClock& instance() noexcept;
 };
 
-// A clock that moves only when told to. Thread-safe: advance() and set() may be called from any
-// thread while timers read it; waiters registered with add_waiter() are woken after each move.
+// A clock that moves only when told to. Thread-safe: advance() may be called from any thread
+// while timers read it; waiters registered with add_waiter() are woken after each move.
 class ManualClock final : public Clock {
  public:
   explicit ManualClock(Nanos start = Nanos{0}) : now_(start.count()) {}

@@ -42,8 +42,10 @@ class ExpiredBatch {
   ExpiredBatch& operator=(ExpiredBatch&&) noexcept = default;
   ~ExpiredBatch() = default;
 
-  // Runs the tasks on the calling thread, in deadline order, then empties the batch (its memory is
-  // kept for reuse). Never throws: an exception from a task goes to the timer's TaskErrorHandler.
+  // Runs the tasks on the calling thread, then empties the batch (its memory is kept for reuse).
+  // Order: a task whose deadline falls in an earlier tick runs before one of a later tick; tasks
+  // due in the same tick run in no particular order. Never throws: an exception from a task goes
+  // to the timer's TaskErrorHandler.
   void run_all() noexcept;
 
   [[nodiscard]] std::size_t size() const noexcept { return jobs_.size(); }

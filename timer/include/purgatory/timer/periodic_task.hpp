@@ -7,11 +7,14 @@
 //
 // Missed runs (the process stalled, or the executor fell behind) follow one rule: the late run
 // happens once, as soon as possible, and the deadlines missed meanwhile are skipped; the next run
-// is due at the first deadline of the fixed-rate grid after the late run ends. Nothing runs twice
+// is due at the first deadline of the fixed-rate grid at or after the end of the late run (a run
+// that lasts exactly one period is followed at once, on time). Nothing runs twice
 // to "catch up", and no run is ever early.
 //
-// cancel() stops all future runs; a run already going finishes (cancel() then returns false).
-// It is safe to cancel from inside the task's own run.
+// cancel() stops all future runs: a run whose turn comes after cancel() was called does not call
+// run_once() (each run checks, under the task's lock, that it was not cancelled before starting).
+// A run that had already started when cancel() was called finishes, and cancel() then returns
+// false. It is safe to cancel from inside the task's own run.
 //
 //   auto beat = purgatory::make_periodic([] { send_heartbeat(); });
 //   beat->start(timer, 0ms, 100ms, purgatory::PeriodicTask::Mode::fixed_rate);

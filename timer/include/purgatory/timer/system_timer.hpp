@@ -1,7 +1,9 @@
 // SystemTimer: a hierarchical timing wheel with a driver, a clock and an executor.
 //
 // Kafka's SystemTimer, rebuilt for C++ servers:
-//   - add() and cancel() are O(1) and allocate nothing (the task is its own wheel entry);
+//   - add() and cancel() are O(1) and allocate nothing (the task is its own wheel entry); the
+//     exceptions are the first task that needs a wheel level never used before, and a task due
+//     at once, which is handed to the executor in a batch;
 //   - a task never runs before its deadline: deadlines are rounded *up* to the tick, so a task
 //     runs at most one tick (plus executor delay) after it is due;
 //   - the clock jumps straight to the next non-empty bucket; with nothing pending the driver
@@ -9,7 +11,12 @@
 //   - the clock is injected (SteadyClock, or ManualClock in tests);
 //   - expired tasks run on the executor of your choice (a dedicated thread by default);
 //   - the clock is driven by the timer's own reaper thread, or by you calling advance_clock()
-//     (tests, or AsioDriver in purgatory/timer/asio.hpp, which needs no extra thread).
+//     (tests, or AsioDriver in purgatory/timer/asio.hpp, which needs no extra thread);
+//   - adds and cancels from different threads do not meet on one lock: the timer keeps several
+//     bases (each a wheel and its lock, Linux's per-CPU timer bases), a thread adds to its own,
+//     and the one driver sleeps until the earliest deadline over all of them;
+//   - a burst does not stall expiry: coarse buckets are cascaded ahead of time, a slice per tick,
+//     between expiries (see timing_wheel.hpp), never as one long critical section.
 //
 //   purgatory::SystemTimer timer;                                   // reaper + executor threads
 //   auto task = purgatory::make_task([] { std::puts("500 ms later"); });
@@ -20,6 +27,7 @@
 // refuses (closed, draining, over max_pending) throws TimerRejected.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -37,6 +45,7 @@
 #include "purgatory/timer/executor.hpp"
 #include "purgatory/timer/timer_task.hpp"
 #include "purgatory/timer/timing_wheel.hpp"
+#include "purgatory/timer/wheel_snapshot.hpp"
 
 namespace purgatory {
 
@@ -66,6 +75,9 @@ struct TimerOptions {
   Driver driver = Driver::reaper_thread;
   std::size_t max_pending = 0;       // 0: unlimited; else add() past it throws TimerRejected
   TaskErrorHandler on_task_error{};  // null: print the error to stderr
+  // Timer bases (each its own wheel and lock); a thread adds to base (its slot % bases). 0: one
+  // per hardware thread, rounded up to a power of two, at most 64.
+  std::size_t bases = 0;
 };
 
 // Thread-safe: every member function may be called from any thread, including from a task's
@@ -81,8 +93,8 @@ class SystemTimer final : private ClockWaiter {
   // inline executor runs each task while it is still in cache.
   static constexpr std::size_t kMaxBatch = 256;
 
-  // Throws std::invalid_argument for tick <= 0 or above one day, or a wheel_size outside
-  // [2, TimingWheel::kMaxWheelSize].
+  // Throws std::invalid_argument for tick <= 0 or above one day, a wheel_size outside
+  // [2, TimingWheel::kMaxWheelSize], or more than 1024 bases.
   explicit SystemTimer(TimerOptions options = {});
   // close(), dropping the handed-back tasks.
   ~SystemTimer();
@@ -100,8 +112,10 @@ class SystemTimer final : private ClockWaiter {
     add_task(*task, delay);
   }
 
-  // As add(), with an absolute deadline on clock(), and without reading the clock: a deadline
-  // already passed runs at the next expiry pass (at once when a driver is waiting).
+  // As add(), with an absolute deadline on clock(). Reads the clock only when the wheel is empty
+  // (to catch up with it) or when the deadline is more than kMaxDelay after the wheel's time (to
+  // judge it against the clock), so a caller that already knows the time saves the read. A
+  // deadline already passed runs at the next expiry pass (at once when a driver is waiting).
   template <class T>
   requires std::is_base_of_v<TimerTask, T>
   void add_at(const boost::intrusive_ptr<T>& task, Nanos deadline) {
@@ -113,8 +127,10 @@ class SystemTimer final : private ClockWaiter {
   // traffic (Linux mod_timer, tokio's reset). Returns true when the task was pending here (in the
   // wheel, or expired but not yet started) and will now run once, at the new deadline; false when
   // it was not pending (never added, cancelled, or its run already started: then it ran at the
-  // old deadline) and nothing is scheduled. Throws as add() does for a bad delay or a closed or
-  // draining timer.
+  // old deadline) and nothing is scheduled. Throws as add() does: std::invalid_argument for a bad
+  // delay or a task pending in another timer; TimerRejected when the timer is closed or draining,
+  // or at max_pending when an expired task not yet started must go back into the wheel (its
+  // pending run is then left as it was).
   bool reschedule(TimerTask& task, Nanos delay);
 
   // Graceful stop. Stops accepting tasks (add() then throws TimerRejected with Reason::draining),
@@ -127,16 +143,22 @@ class SystemTimer final : private ClockWaiter {
   // Kafka's advanceClock: waits up to `max_wait` for the earliest bucket to become due, then
   // expires every task due by now and hands them to the executor. Returns whether any bucket was
   // due. max_wait <= 0 never blocks; Nanos::max() waits until something is due or close().
+  // While it waits it also wakes to cascade coarse buckets ahead of time (see the top), and it
+  // re-reads the clock as it goes, so a long expiry also takes what fell due meanwhile.
   bool advance_clock(Nanos max_wait);
 
-  // Tasks in the wheel (scheduled, not yet expired).
+  // Tasks in the wheels (scheduled, not yet expired), over every base. Each base is read under
+  // its lock, one after another: exact while nothing changes.
   [[nodiscard]] std::size_t size() const;
-  // Tasks held per wheel level, finest first.
+  // Tasks held per wheel level, finest first, over every base.
   [[nodiscard]] std::vector<std::size_t> size_per_level() const;
-  // Bytes the wheel itself holds (buckets and bitmaps of every level), tasks not included.
+  // Bytes the wheels themselves hold (buckets and bitmaps of every level of every base), tasks
+  // not included.
   [[nodiscard]] std::size_t wheel_memory_bytes() const;
   // Clock time at which the earliest bucket is due, if any task is scheduled.
   [[nodiscard]] std::optional<Nanos> next_expiration() const;
+  // Number of timer bases.
+  [[nodiscard]] std::size_t base_count() const noexcept { return bases_.size(); }
 
   // Stops accepting tasks, stops the reaper thread, lets the executor finish tasks that already
   // expired, and hands back every task still scheduled (none runs; each is no longer pending).
@@ -155,29 +177,51 @@ class SystemTimer final : private ClockWaiter {
   // For external drivers: called (with no lock held) whenever an add() makes a task due before
   // the instant last returned by arm(). At most one hook; set it before tasks are added.
   void set_wakeup_hook(std::function<void()> hook);
-  // For external drivers: returns the instant to sleep until (next_expiration()) and remembers it,
-  // so that add() calls the wakeup hook only when something earlier arrives.
+  // For external drivers: returns the instant to sleep until (the earliest bucket, or the next
+  // step of an ahead-of-time cascade) and remembers it, so that add() calls the wakeup hook only
+  // when something earlier arrives. None: nothing is pending.
   std::optional<Nanos> arm();
+
+  // What the wheels hold now, every base summed: tasks per level, and per bucket for the first
+  // `max_levels_with_buckets` levels (wheel_size counts each), the wheel time and the next
+  // expiration. Copies a few counters under each base's lock in turn (so counts taken while tasks
+  // are added can be a moment apart across bases), O(bases * levels * wheel_size); reads no task
+  // and calls no user code; costs nothing when not called. See wheel_snapshot.hpp.
+  [[nodiscard]] WheelSnapshot wheel_snapshot(int max_levels_with_buckets = 2) const;
 
  private:
   friend class TimerTask;
 
   void on_clock_advanced() noexcept override;
-  // Cancels a task scheduled here. Returns whether it was still in the wheel.
-  bool cancel_scheduled(TimerTask& task) noexcept;
+  // Cancels a task scheduled in `base`. Returns whether it was still there.
+  bool cancel_scheduled(TimerTask& task, detail::TimerBase& base) noexcept;
   // Deadline (clock time) -> wheel expiration, rounded up to the tick; -1 when due at `now`.
   [[nodiscard]] std::int64_t expiration_for(std::int64_t now, std::int64_t delay) const;
   // add()/reschedule(): links `task` for `expiration` (-1: run at once). With only_if_pending, an
-  // idle task is left alone and false returned.
-  bool schedule(TimerTask& task, std::int64_t now, std::int64_t expiration, bool only_if_pending);
+  // idle task is left alone and false returned. `deadline`: add_at()'s unrounded deadline (for
+  // the maximum-delay check when now is unknown).
+  bool schedule(TimerTask& task, std::int64_t now, std::int64_t expiration, bool only_if_pending,
+                std::int64_t deadline = 0);
   bool advance(Nanos max_wait, bool stop_when_drained);
   void add_task(TimerTask& task, Nanos delay);
   void add_task_at(TimerTask& task, Nanos deadline);
   // Marks `task` (holding one timer reference, adopted by the batch) as queued, into `batch`.
   void queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept;
-  // Moves up to kMaxBatch tasks due at `now` into `batch`. Returns true when nothing due is left.
-  // Requires mu_.
-  bool expire_due(std::int64_t now, ExpiredBatch& batch);
+  // Expires what is due at `now` in every base, a batch per base in turn, and cascades ahead of
+  // time between batches. Returns whether anything was due.
+  bool service(std::int64_t now);
+  // Requires base.mu. Moves up to kMaxBatch tasks due at `now` into `batch`, cascading due
+  // coarse buckets on the way (a bounded number of moves). Returns true when nothing due is left.
+  bool expire_due(detail::TimerBase& base, std::int64_t now, ExpiredBatch& batch);
+  // The earliest instant a driver must act at: a bucket due or a cascade step. Locks each base.
+  [[nodiscard]] std::optional<std::int64_t> next_wake(std::int64_t now) const;
+  [[nodiscard]] std::size_t total_pending() const;
+  detail::TimerBase& my_base() const noexcept;
+  // Wakes sleeping drivers and the external driver's hook: an add() made a task due before what
+  // they wait for.
+  void wake_drivers();
+  // Requires drive_mu_: the earliest instant any driver waits for.
+  void recompute_armed_locked() noexcept;
   void reaper_loop();
 
   const std::string name_;
@@ -188,18 +232,26 @@ class SystemTimer final : private ClockWaiter {
   bool owns_executor_ = false;
   std::shared_ptr<const TaskErrorHandler> on_error_;
 
-  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<detail::TimerBase>> bases_;  // fixed after construction
+  std::size_t base_mask_ = 0;
+  // Written under every base's lock (so an add holding one sees them), read anywhere.
+  std::atomic<bool> closed_{false};
+  std::atomic<bool> draining_{false};
+  // Tasks in the wheels, kept only when max_pending is set (an exact limit across bases).
+  std::atomic<std::size_t> limited_pending_{0};
+
+  // The drivers' side.
+  mutable std::mutex drive_mu_;
   std::condition_variable cv_;  // advance_clock() waiters sleep here
-  TimingWheel wheel_;           // guarded by mu_
-  std::size_t pending_ = 0;     // guarded by mu_ (== wheel_.size())
-  bool closed_ = false;         // guarded by mu_
-  bool draining_ = false;       // guarded by mu_
-  // Earliest instant a sleeping advance_clock() or an external driver waits for; an add() due
-  // before it wakes them. INT64_MIN while nobody sleeps (then add() wakes nobody).
-  std::int64_t armed_ = INT64_MIN;     // guarded by mu_
-  int sleepers_ = 0;                   // guarded by mu_
-  std::uint64_t wakeups_ = 0;          // guarded by mu_
-  std::function<void()> wakeup_hook_;  // set before use
+  // Earliest instant a sleeping advance_clock() or an external driver waits for: an add() due
+  // before it wakes them. kNobody while nobody sleeps. Written under drive_mu_.
+  std::atomic<std::int64_t> armed_;
+  std::vector<std::int64_t> sleeping_until_;  // guarded by drive_mu_: one per sleeping driver
+  std::int64_t external_until_;               // guarded by drive_mu_: what arm() returned
+  std::uint64_t wake_requests_ = 0;           // guarded by drive_mu_
+  std::uint64_t wakeups_ = 0;                 // guarded by drive_mu_
+  std::function<void()> wakeup_hook_;         // set before use
+  std::atomic<std::uint32_t> next_start_{0};  // service(): which base goes first
   std::thread reaper_;
 };
 

@@ -1,9 +1,9 @@
 // TimerTask: what a user schedules on a SystemTimer.
 //
 // The task *is* its own wheel entry (the Linux timer_list idea): it carries the intrusive links of
-// the bucket list it sits in, so scheduling allocates nothing, cancel() unlinks it in O(1), and
-// rescheduling moves it between buckets in place. Library memory per pending task is
-// sizeof(TimerTask) (56 bytes on x86-64, checked by a test) plus a share of the bucket headers,
+// the bucket list it sits in, so scheduling it into the wheel allocates nothing, cancel() unlinks
+// it in O(1), and rescheduling moves it between buckets in place. Library memory per pending task
+// is sizeof(TimerTask) (56 bytes on x86-64, checked by a test) plus a share of the bucket headers,
 // which do not grow with the number of tasks.
 //
 // Tasks are reference counted (boost::intrusive_ptr): the timer holds a reference while the
@@ -33,6 +33,9 @@ class SystemTimer;
 class TimerTaskList;
 class TimingWheel;
 class ExpiredBatch;
+namespace detail {
+struct TimerBase;
+}
 
 // Thread-safe: cancel() and is_pending() may be called from any thread, including from the task's
 // own run(). A task belongs to at most one timer at a time.
@@ -83,8 +86,12 @@ class TimerTask {
   // The state = (sequence << 2) | phase. The sequence grows each time the task is handed to an
   // executor, so a stale ExpiredTask can never claim a later run (no ABA).
   static constexpr std::uint32_t kIdle = 0;       // not in any timer
-  static constexpr std::uint32_t kScheduled = 1;  // linked in a bucket of timer_
+  static constexpr std::uint32_t kScheduled = 1;  // linked in a bucket of base_
   static constexpr std::uint32_t kQueued = 2;     // expired; an ExpiredTask will run it
+  // An add() won the task and is linking it into base_ (under that base's lock): a cancel() or
+  // another add() waits the few instructions until it is scheduled. It exists so that base_ is
+  // written by the one winning add, before any cancel() can look at it.
+  static constexpr std::uint32_t kLinking = 3;
   static constexpr std::uint32_t phase_of(std::uint32_t s) noexcept { return s & 3U; }
   static constexpr std::uint32_t with_phase(std::uint32_t s, std::uint32_t p) noexcept {
     return (s & ~3U) | p;
@@ -116,10 +123,12 @@ class TimerTask {
       boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 
   mutable std::atomic<std::uint64_t> word_{make_word(kIdle, 0)};
-  Hook hook_;                                 // guarded by timer_->mu_ (or the owner of list_)
-  std::int64_t expiration_ = 0;               // wheel time of the run; guarded like hook_
-  TimerTaskList* list_ = nullptr;             // bucket holding the task; guarded like hook_
-  std::atomic<SystemTimer*> timer_{nullptr};  // valid while the phase is not kIdle
+  Hook hook_;                      // guarded by base_'s lock (or the owner of list_)
+  std::int64_t expiration_ = 0;    // wheel time of the run; guarded like hook_
+  TimerTaskList* list_ = nullptr;  // bucket holding the task; guarded like hook_
+  // The timer base (wheel and lock, one of its SystemTimer's) holding or last holding the task:
+  // written by the add() that moves it out of idle or queued, before it becomes scheduled.
+  std::atomic<detail::TimerBase*> base_{nullptr};
 };
 
 using TaskRef = boost::intrusive_ptr<TimerTask>;

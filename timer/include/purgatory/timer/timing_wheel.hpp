@@ -15,6 +15,17 @@
 // Times are plain integers in the caller's unit (SystemTimer uses nanoseconds). A task is due at
 // its `expiration`; this class places it in the bucket that starts at or before it (like Kafka):
 // SystemTimer rounds deadlines up to a tick boundary first, which is what makes it never early.
+//
+// Cascading ahead of time. Kafka cascades an overflow bucket when it comes due, in one go: a burst
+// of a million timeouts puts hundreds of thousands of tasks in one coarse bucket, and every task
+// due at that instant waits while they are all moved (tens of milliseconds). Here each level keeps
+// a ring of 2 * wheel_size buckets, though add() still places a task on the lowest level whose
+// interval (wheel_size ticks) holds it, exactly as Kafka does. The second half of the ring is room
+// for the *next* bucket of the level above: during the whole coarse tick before that bucket is
+// due, cascade_ahead() moves its tasks down a slice at a time, so that it is empty when it comes
+// due. The caller (SystemTimer's driver) paces the slices and expires due tasks between them.
+// Anything not moved in time is cascaded when due, as in Kafka, so correctness never depends on
+// the pacing.
 #pragma once
 
 #include <algorithm>
@@ -96,17 +107,51 @@ class TimingWheel {
   template <class F>
   void drain(F&& fn) {
     for (TimingWheel* w = this; w != nullptr; w = w->overflow_.get()) {
-      for (int i = 0; i < w->wheel_size_; ++i)
+      for (int i = 0; i < w->ring_; ++i)
         w->buckets_[static_cast<std::size_t>(i)].flush(fn);
       std::fill(w->nonempty_.begin(), w->nonempty_.end(), 0);
     }
+  }
+
+  // The next bucket of level `level` (1: the first overflow wheel), which cascade_ahead() drains:
+  // when it comes due, how many tasks it holds, and the tick of the level below (the pace at which
+  // SystemTimer steps). Empty when that level does not exist or its next bucket is empty.
+  struct AheadWork {
+    std::int64_t due;
+    std::size_t tasks;
+    std::int64_t finer_tick;
+    std::int64_t tick;  // of level `level`: the bucket's window is [due - tick, due)
+  };
+  [[nodiscard]] std::optional<AheadWork> ahead_work(int level) const noexcept;
+
+  // Moves up to `budget` tasks out of the next bucket of level `level` (>= 1) into the level below,
+  // ahead of time. A task already due (the caller fell behind) goes to due(TimerTask&) instead.
+  // Returns how many tasks it took out.
+  template <class F>
+  std::size_t cascade_ahead(int level, std::size_t budget, F&& due) {
+    TimingWheel* finer = this;
+    for (int i = 1; i < level && finer != nullptr; ++i)
+      finer = finer->overflow_.get();
+    if (finer == nullptr || finer->overflow_ == nullptr) return 0;
+    TimingWheel& coarse = *finer->overflow_;
+    const int slot = coarse.slot_of(coarse.current_time_ / coarse.tick_ + 1);
+    TimerTaskList& bucket = coarse.buckets_[static_cast<std::size_t>(slot)];
+    std::size_t moved = 0;
+    while (moved < budget) {
+      TimerTask* task = bucket.pop();
+      if (task == nullptr) break;
+      ++moved;
+      if (!finer->place(*task, task->expiration_)) due(*task);
+    }
+    if (bucket.empty()) coarse.clear_bit(slot);
+    return moved;
   }
 
   // Calls fn(TimerTask&) on every task held, without unlinking any.
   template <class F>
   void for_each_task(F&& fn) {
     for (TimingWheel* w = this; w != nullptr; w = w->overflow_.get()) {
-      for (int i = 0; i < w->wheel_size_; ++i) {
+      for (int i = 0; i < w->ring_; ++i) {
         w->buckets_[static_cast<std::size_t>(i)].for_each_mutable(fn);
       }
     }
@@ -132,6 +177,18 @@ class TimingWheel {
   // Number of levels in use (1 + overflow wheels created so far).
   [[nodiscard]] int levels() const noexcept;
 
+  // Tasks in the bucket `k` ticks after the one holding current_time() (k in [0, wheel_size)).
+  [[nodiscard]] std::size_t bucket_size_ahead(int k) const noexcept {
+    return bucket_size_at(current_time_ / tick_ + k);
+  }
+  // Tasks in bucket number `id` (its start time / tick) of this level: 0 outside the buckets the
+  // level holds now (before its current one, or past the ring).
+  [[nodiscard]] std::size_t bucket_size_at(std::int64_t id) const noexcept {
+    const std::int64_t current = current_time_ / tick_;
+    if (id < current || id - current >= ring_) return 0;
+    return buckets_[static_cast<std::size_t>(slot_of(id))].size();
+  }
+
  private:
   struct Next {
     TimingWheel* level;
@@ -140,6 +197,11 @@ class TimingWheel {
   };
 
   [[nodiscard]] std::optional<Next> find_next() const noexcept;
+  // Ring slot of bucket number `id` (expiration / tick).
+  [[nodiscard]] int slot_of(std::int64_t id) const noexcept { return static_cast<int>(id % ring_); }
+  // Links `task` on this level (not an overflow level), in the ring's second half if need be;
+  // false when it is already due. Precondition: expiration / tick < current id + 2 * wheel_size.
+  bool place(TimerTask& task, std::int64_t expiration) noexcept;
   // Distance (0..wheel_size-1) from `from` to the first non-empty slot, or -1.
   [[nodiscard]] int distance_to_next_set(int from) const noexcept;
   void set_bit(int slot) noexcept;
@@ -147,11 +209,12 @@ class TimingWheel {
 
   std::int64_t tick_;
   int wheel_size_;
+  int ring_;               // buckets in the ring: 2 * wheel_size (see the top)
   std::int64_t interval_;  // tick * wheel_size, saturated at INT64_MAX for the top level
   std::int64_t current_time_;
   std::size_t level_count_ = 0;
   std::unique_ptr<TimerTaskList[]> buckets_;
-  std::vector<std::uint64_t> nonempty_;  // bit i set <=> buckets_[i] non-empty
+  std::vector<std::uint64_t> nonempty_;  // bit i set <=> buckets_[i] non-empty (ring_ bits)
   std::unique_ptr<TimingWheel> overflow_;
 };
 

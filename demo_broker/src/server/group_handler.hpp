@@ -1,10 +1,11 @@
-// GroupRequests: the consumer-group apis between the wire and the GroupCoordinator. Each handler
-// takes a decoded request and its response slot, calls the coordinator, and fills the slot with
-// the encoded answer and a log-line outcome. A JoinGroup or SyncGroup that has to wait for the
-// rest of its group leaves its slot open: the coordinator's callback fills it when the join
-// phase ends or the leader's assignment arrives (if the client has gone by then, the connection
-// drops the answer). So, as in Kafka, the requests a client pipelines behind a parked JoinGroup
-// on the same connection are answered after it.
+// GroupHandler: the consumer-group apis between the wire and the GroupCoordinator, the Broker's
+// dispatch for them. Each handler takes a decoded request and its response slot, calls the
+// coordinator, and fills the slot through its Responder with the encoded answer and a log-line
+// outcome. A JoinGroup or SyncGroup that has to wait for the rest of its group leaves its slot
+// open: the coordinator's callback fills it when the join phase ends or the leader's assignment
+// arrives (if the client has gone by then, its Responder drops the answer). So, as in Kafka, the
+// requests a client pipelines behind a parked JoinGroup on the same connection are answered after
+// it.
 #pragma once
 
 #include <functional>
@@ -12,7 +13,7 @@
 
 #include "purgatory/broker/codec.hpp"
 #include "purgatory/broker/group_coordinator.hpp"
-#include "server/connection.hpp"
+#include "requests/responder.hpp"
 
 namespace purgatory::broker {
 
@@ -26,10 +27,10 @@ inline constexpr bool is_group_request_v =
 
 // Call only from the broker's io thread. `header` is the request's (JoinGroup records the
 // client_id).
-class GroupRequests {
+class GroupHandler {
  public:
   // `self` tells FindCoordinator where this broker is (known once it listens).
-  GroupRequests(GroupCoordinator& coordinator, std::function<FindCoordinatorResponse()> self)
+  GroupHandler(GroupCoordinator& coordinator, std::function<FindCoordinatorResponse()> self)
       : coordinator_(coordinator), self_(std::move(self)) {}
 
   void handle(const ResponseSlot& slot, const RequestHeader& header,

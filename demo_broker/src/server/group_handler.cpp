@@ -1,4 +1,4 @@
-#include "group_requests.hpp"
+#include "server/group_handler.hpp"
 
 #include <string>
 
@@ -11,8 +11,8 @@ namespace purgatory::broker {
 namespace {
 
 // Kafka's client_host: "/" and the address, without the port.
-std::string client_host(const Connection& conn) {
-  const std::string& peer = conn.peer();
+std::string client_host(const Responder& responder) {
+  const std::string& peer = responder.peer();
   const auto colon = peer.rfind(':');
   return "/" + (colon == std::string::npos ? peer : peer.substr(0, colon));
 }
@@ -34,8 +34,8 @@ void respond(const ResponseSlot& slot, const Resp& resp, std::string_view outcom
 
 }  // namespace
 
-void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
-                           const FindCoordinatorRequest& req) {
+void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
+                          const FindCoordinatorRequest& req) {
   FindCoordinatorResponse resp = self_();
   std::string outcome =
       fmt::format("this broker (node {}) coordinates '{}'", resp.node_id, req.key);
@@ -50,8 +50,8 @@ void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*head
   respond(slot, resp, outcome);
 }
 
-void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& header,
-                           const JoinGroupRequest& req) {
+void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& header,
+                          const JoinGroupRequest& req) {
   JoinContext ctx;
   ctx.require_known_member_id = slot.version >= 4;
   ctx.client_id = header.client_id.value_or("");
@@ -71,8 +71,8 @@ void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& header
   });
 }
 
-void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
-                           const SyncGroupRequest& req) {
+void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
+                          const SyncGroupRequest& req) {
   coordinator_.sync_group(req, [slot](const SyncGroupResponse& resp, std::string_view how) {
     respond(slot, resp,
             resp.error_code != Errc::none
@@ -81,22 +81,22 @@ void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*head
   });
 }
 
-void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
-                           const HeartbeatRequest& req) {
+void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
+                          const HeartbeatRequest& req) {
   HeartbeatResponse resp;
   resp.error_code = coordinator_.heartbeat(req);
   respond(slot, resp, errc_name(resp.error_code));
 }
 
-void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
-                           const LeaveGroupRequest& req) {
+void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
+                          const LeaveGroupRequest& req) {
   LeaveGroupResponse resp;
   resp.error_code = coordinator_.leave_group(req);
   respond(slot, resp, errc_name(resp.error_code));
 }
 
-void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
-                           const OffsetCommitRequest& req) {
+void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
+                          const OffsetCommitRequest& req) {
   const OffsetCommitResponse resp = coordinator_.commit_offsets(req);
   std::string outcome;
   for (std::size_t t = 0; t < req.topics.size(); ++t) {
@@ -111,8 +111,8 @@ void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*head
   respond(slot, resp, outcome.empty() ? "nothing to commit" : "committed " + outcome);
 }
 
-void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
-                           const OffsetFetchRequest& req) {
+void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
+                          const OffsetFetchRequest& req) {
   const OffsetFetchResponse resp = coordinator_.fetch_offsets(req);
   std::string outcome;
   for (const OffsetFetchTopicResponse& t : resp.topics) {
@@ -124,14 +124,14 @@ void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*head
   respond(slot, resp, outcome.empty() ? "no committed offset" : outcome);
 }
 
-void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
-                           const ListGroupsRequest& /*req*/) {
+void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
+                          const ListGroupsRequest& /*req*/) {
   const ListGroupsResponse resp = coordinator_.list_groups();
   respond(slot, resp, fmt::format("{} group(s)", resp.groups.size()));
 }
 
-void GroupRequests::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
-                           const DescribeGroupsRequest& req) {
+void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
+                          const DescribeGroupsRequest& req) {
   const DescribeGroupsResponse resp = coordinator_.describe_groups(req);
   std::string outcome;
   for (const DescribedGroup& g : resp.groups) {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "fetch_operation.hpp"
 #include "purgatory/broker/broker.hpp"
-#include "server/connection.hpp"
+#include "requests/fetch_operation.hpp"
+#include "requests/outcome_log.hpp"
 
 namespace purgatory::broker {
 
@@ -22,7 +22,8 @@ void Broker::handle_fetch(const ResponseSlot& slot, FetchRequest req) {
       }
     }
   }
-  const boost::intrusive_ptr<DelayedFetch> op(new DelayedFetch(log_, std::move(req), slot));
+  const boost::intrusive_ptr<DelayedFetch> op(
+      new DelayedFetch(log_, std::move(req), slot, outcomes_.get()));
   if (keys.empty()) {
     // Nothing to watch (no partition exists): answer now with the errors.
     op->force_complete();

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "purgatory/broker/broker.hpp"
-#include "server/connection.hpp"
+#include "requests/responder.hpp"
 
 namespace purgatory::broker {
 

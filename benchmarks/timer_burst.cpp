@@ -1,0 +1,304 @@
+// timer_burst: what a server's timer does when a burst of requests arrives at once, on the real
+// clock, for our SystemTimer and Boost.Asio's steady_timer side by side in one run.
+//
+// One thread adds N tasks (default 1,000,000) as fast as it can, each `delay` out, the delays
+// uniform over [--min-ms, --max-ms] (default 0..1000 ms); each task records when it ran. For each
+// task the lateness is its run time minus (steady clock read just before its add + delay): how late
+// a request's timeout fires. Reported: process CPU per task (every thread of the process, from
+// the first add until the last task ran, allocation and freeing of the task included), lateness
+// p50/p99/p99.9/max, tasks run early (must be 0), and the worst 50 ms window of due times (the one
+// whose latest task was latest: a stall shows there).
+//
+//   ours   the default SystemTimer: its reaper thread and its executor thread (1 ms x 20).
+//   asio   one io_context run by one thread; per task a heap-allocated steady_timer whose
+//          async_wait handler records the run and frees the timer, created on the io thread in
+//          chunks of 1024 per handler (what an Asio server's handlers do).
+//
+//   timer_burst                                # both, N = 1M, 0..1000 ms
+//   timer_burst --impl ours --n 200000 --json out.json
+#include <utility>  // before Boost.Asio: Boost 1.74 + g++ 12 in C++20 needs it
+
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "purgatory/timer/system_timer.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using purgatory::Nanos;
+
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<Nanos>(Clock::now().time_since_epoch()).count();
+}
+
+std::int64_t process_cpu_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+struct Options {
+  std::size_t n = 1'000'000;
+  double min_ms = 0;
+  double max_ms = 1000;
+  std::uint64_t seed = 20261130;
+};
+
+// What one run measured. due[i] and ran[i] in steady-clock nanoseconds.
+struct Run {
+  std::string impl;
+  std::vector<std::int64_t> due;
+  std::vector<std::atomic<std::int64_t>> ran;
+  std::int64_t add_seconds_ns = 0;  // how long the adds took
+  std::int64_t cpu_ns = 0;
+  explicit Run(std::size_t n) : due(n), ran(n) {}
+};
+
+struct Stats {
+  double cpu_per_task_ns = 0;
+  double add_ms = 0;
+  std::int64_t early = 0;
+  std::int64_t missing = 0;
+  double p50_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0;
+  double worst_window_start_ms = 0;  // due time of the window's start, from the first add
+  double worst_window_max_ms = 0;
+  double worst_window_p99_ms = 0;
+  std::vector<double> cdf_ms;  // lateness at quantiles 0, 0.001, ..., 1 (1001 points)
+  std::vector<std::pair<double, double>> window_p99_max_ms;  // per 50 ms window of due times
+};
+
+double quantile(const std::vector<std::int64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const auto i = static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1));
+  return static_cast<double>(sorted[i]) / 1e6;
+}
+
+Stats analyse(const Run& run, std::int64_t first_add) {
+  Stats s;
+  s.cpu_per_task_ns = static_cast<double>(run.cpu_ns) / static_cast<double>(run.due.size());
+  s.add_ms = static_cast<double>(run.add_seconds_ns) / 1e6;
+  std::vector<std::int64_t> late;
+  late.reserve(run.due.size());
+  constexpr std::int64_t kWindow = 50'000'000;  // 50 ms
+  std::vector<std::vector<std::int64_t>> windows;
+  for (std::size_t i = 0; i < run.due.size(); ++i) {
+    const std::int64_t ran = run.ran[i].load(std::memory_order_relaxed);
+    if (ran == 0) {
+      ++s.missing;
+      continue;
+    }
+    const std::int64_t l = ran - run.due[i];
+    if (l < 0) ++s.early;
+    late.push_back(l);
+    const auto w =
+        static_cast<std::size_t>(std::max<std::int64_t>(0, run.due[i] - first_add) / kWindow);
+    if (windows.size() <= w) windows.resize(w + 1);
+    windows[w].push_back(l);
+  }
+  std::sort(late.begin(), late.end());
+  s.p50_ms = quantile(late, 0.5);
+  s.p99_ms = quantile(late, 0.99);
+  s.p999_ms = quantile(late, 0.999);
+  s.max_ms = late.empty() ? 0 : static_cast<double>(late.back()) / 1e6;
+  for (int k = 0; k <= 1000; ++k)
+    s.cdf_ms.push_back(quantile(late, k / 1000.0));
+  for (std::size_t w = 0; w < windows.size(); ++w) {
+    auto& v = windows[w];
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    const double max = static_cast<double>(v.back()) / 1e6;
+    s.window_p99_max_ms.emplace_back(quantile(v, 0.99), max);
+    if (max > s.worst_window_max_ms) {
+      s.worst_window_max_ms = max;
+      s.worst_window_p99_ms = quantile(v, 0.99);
+      s.worst_window_start_ms = static_cast<double>(w) * 50.0;
+    }
+  }
+  return s;
+}
+
+std::vector<Nanos> make_delays(const Options& o) {
+  std::mt19937_64 rng(o.seed);
+  std::uniform_int_distribution<std::int64_t> dist(static_cast<std::int64_t>(o.min_ms * 1e6),
+                                                   static_cast<std::int64_t>(o.max_ms * 1e6));
+  std::vector<Nanos> d(o.n);
+  for (auto& x : d)
+    x = Nanos{dist(rng)};
+  return d;
+}
+
+// Waits until every task ran (or a generous deadline passed).
+void wait_all(const std::atomic<std::size_t>& done, std::size_t n, const Options& o) {
+  const auto limit = Clock::now() + std::chrono::milliseconds(static_cast<int>(o.max_ms)) +
+                     std::chrono::seconds(30);
+  while (done.load(std::memory_order_acquire) < n && Clock::now() < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+std::int64_t run_ours(Run& run, const std::vector<Nanos>& delays, const Options& o) {
+  std::atomic<std::size_t> done{0};
+  purgatory::SystemTimer timer;  // the default: reaper thread + executor thread, 1 ms x 20
+  const std::int64_t cpu0 = process_cpu_ns();
+  const std::int64_t first_add = now_ns();
+  for (std::size_t i = 0; i < o.n; ++i) {
+    const std::int64_t t = now_ns();
+    run.due[i] = t + delays[i].count();
+    timer.add(purgatory::make_task([&run, &done, i] {
+                run.ran[i].store(now_ns(), std::memory_order_relaxed);
+                done.fetch_add(1, std::memory_order_release);
+              }),
+              delays[i]);
+  }
+  run.add_seconds_ns = now_ns() - first_add;
+  wait_all(done, o.n, o);
+  run.cpu_ns = process_cpu_ns() - cpu0;
+  timer.close();
+  return first_add;
+}
+
+// The adds run on the io_context's own thread, as a server's handlers would make them, in chunks
+// of kAsioChunk per handler so that expirations interleave with the burst (Asio timers added
+// from a foreign thread each wake the reactor, which is slower still).
+constexpr std::size_t kAsioChunk = 1024;
+
+std::int64_t run_asio(Run& run, const std::vector<Nanos>& delays, const Options& o) {
+  std::atomic<std::size_t> done{0};
+  std::atomic<std::int64_t> adds_done_at{0};
+  boost::asio::io_context io(1);
+  auto work = boost::asio::make_work_guard(io);
+  const std::int64_t cpu0 = process_cpu_ns();
+  const std::int64_t first_add = now_ns();
+  std::function<void(std::size_t)> add_chunk = [&](std::size_t from) {
+    const std::size_t to = std::min(o.n, from + kAsioChunk);
+    for (std::size_t i = from; i < to; ++i) {
+      const std::int64_t t = now_ns();
+      run.due[i] = t + delays[i].count();
+      auto* timer = new boost::asio::steady_timer(io, delays[i]);
+      timer->async_wait([&run, &done, i, timer](const boost::system::error_code&) {
+        run.ran[i].store(now_ns(), std::memory_order_relaxed);
+        done.fetch_add(1, std::memory_order_release);
+        delete timer;
+      });
+    }
+    if (to < o.n) {
+      boost::asio::post(io, [&add_chunk, to] { add_chunk(to); });
+    } else {
+      adds_done_at = now_ns();
+    }
+  };
+  boost::asio::post(io, [&] { add_chunk(0); });
+  std::thread loop([&] { io.run(); });
+  wait_all(done, o.n, o);
+  run.add_seconds_ns = adds_done_at.load() - first_add;
+  run.cpu_ns = process_cpu_ns() - cpu0;
+  work.reset();
+  io.stop();
+  loop.join();
+  return first_add;
+}
+
+void print(const std::string& impl, const Stats& s) {
+  fmt::print(
+      "{:<5} cpu/task {:7.1f} ns | adds {:6.1f} ms | lateness p50 {:6.2f} p99 {:6.2f} p99.9 "
+      "{:6.2f} max {:6.2f} ms | early {} missing {} | worst 50 ms window at {:.0f} ms: max {:.2f} "
+      "p99 {:.2f}\n",
+      impl, s.cpu_per_task_ns, s.add_ms, s.p50_ms, s.p99_ms, s.p999_ms, s.max_ms, s.early,
+      s.missing, s.worst_window_start_ms, s.worst_window_max_ms, s.worst_window_p99_ms);
+  std::fflush(stdout);
+}
+
+std::string json_of(const std::string& impl, const Stats& s) {
+  std::string cdf;
+  for (std::size_t k = 0; k < s.cdf_ms.size(); ++k)
+    cdf += fmt::format("{}{:.4f}", k == 0 ? "" : ",", s.cdf_ms[k]);
+  return fmt::format(
+      "{{\"impl\":\"{}\",\"cpu_per_task_ns\":{:.1f},\"add_ms\":{:.2f},\"early\":{},"
+      "\"missing\":{},\"p50_ms\":{:.4f},\"p99_ms\":{:.4f},\"p999_ms\":{:.4f},\"max_ms\":{:.4f},"
+      "\"worst_window_start_ms\":{:.0f},\"worst_window_max_ms\":{:.4f},"
+      "\"worst_window_p99_ms\":{:.4f},\"cdf_ms\":[{}]}}",
+      impl, s.cpu_per_task_ns, s.add_ms, s.early, s.missing, s.p50_ms, s.p99_ms, s.p999_ms,
+      s.max_ms, s.worst_window_start_ms, s.worst_window_max_ms, s.worst_window_p99_ms, cdf);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  std::string impls = "ours,asio";
+  std::string json_path;
+  CLI::App app{"timer_burst: a burst of timers on the real clock, ours and Asio side by side"};
+  app.add_option("--n", o.n, "tasks in the burst")->check(CLI::Range(1, 100'000'000));
+  app.add_option("--min-ms", o.min_ms, "shortest delay, ms")->check(CLI::Range(0.0, 3600e3));
+  app.add_option("--max-ms", o.max_ms, "longest delay, ms")->check(CLI::Range(0.0, 3600e3));
+  app.add_option("--impl", impls, "comma-separated: ours, asio");
+  app.add_option("--seed", o.seed, "delay generator seed");
+  app.add_option("--json", json_path, "also write the results (with the lateness CDF) here");
+  bool windows = false;
+  app.add_flag("--windows", windows, "also print p99 and max lateness of every 50 ms window");
+  CLI11_PARSE(app, argc, argv);
+  if (o.max_ms < o.min_ms) {
+    fmt::print(stderr, "timer_burst: --max-ms {} is below --min-ms {}\n", o.max_ms, o.min_ms);
+    return 2;
+  }
+  const auto delays = make_delays(o);
+  fmt::print("timer_burst: {} tasks, delays uniform over [{}, {}] ms\n", o.n, o.min_ms, o.max_ms);
+  std::vector<std::string> entries;
+  bool ok = true;
+  std::size_t start = 0;
+  while (start <= impls.size()) {
+    const std::size_t comma = std::min(impls.find(',', start), impls.size());
+    const std::string impl = impls.substr(start, comma - start);
+    start = comma + 1;
+    if (impl.empty()) continue;
+    Run run(o.n);
+    std::int64_t first_add = 0;
+    if (impl == "ours") {
+      first_add = run_ours(run, delays, o);
+    } else if (impl == "asio") {
+      first_add = run_asio(run, delays, o);
+    } else {
+      fmt::print(stderr, "timer_burst: unknown --impl '{}' (ours, asio)\n", impl);
+      return 2;
+    }
+    const Stats s = analyse(run, first_add);
+    print(impl, s);
+    if (windows) {
+      for (std::size_t w = 0; w < s.window_p99_max_ms.size(); ++w) {
+        fmt::print("  window {:5} ms: p99 {:6.2f} max {:6.2f}\n", w * 50,
+                   s.window_p99_max_ms[w].first, s.window_p99_max_ms[w].second);
+      }
+    }
+    entries.push_back(json_of(impl, s));
+    ok = ok && s.missing == 0 && (impl != "ours" || s.early == 0);
+  }
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << fmt::format("{{\"n\":{},\"min_ms\":{},\"max_ms\":{},\"runs\":[", o.n, o.min_ms,
+                       o.max_ms);
+    for (std::size_t i = 0; i < entries.size(); ++i)
+      out << (i ? "," : "") << entries[i];
+    out << "]}\n";
+  }
+  return ok ? 0 : 1;
+}

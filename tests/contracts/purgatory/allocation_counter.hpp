@@ -1,0 +1,24 @@
+// Counts what operator new hands out, to check the headers' memory claims. The suite binary
+// replaces the global operator new/delete (allocation_counter.cpp); counting is always on, except
+// under ThreadSanitizer, whose runtime defines operator new itself (then nothing is counted and
+// the memory tests say so and check nothing more).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace purgatory::contract {
+
+struct AllocationCounts {
+  std::int64_t live_bytes = 0;  // bytes held now (usable size of each block)
+  std::uint64_t allocations = 0;
+  std::uint64_t requested_bytes = 0;  // sum of the sizes asked for
+};
+
+// Every thread's allocations so far.
+AllocationCounts allocation_counts() noexcept;
+
+// False where operator new cannot be replaced (ThreadSanitizer).
+bool counting_allocations() noexcept;
+
+}  // namespace purgatory::contract

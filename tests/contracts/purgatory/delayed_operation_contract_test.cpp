@@ -1,0 +1,818 @@
+// delayed_operation.hpp: every promise of DelayedOperation, OutcomeListener and make_operation.
+#include "purgatory/delayed_operation.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <concepts>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "../../purgatory/purgatory_test_support.hpp"
+#include "../contract_support.hpp"
+#include "allocation_counter.hpp"
+#include "purgatory_contract_support.hpp"
+#include "race_schedule.hpp"
+
+using namespace std::chrono_literals;
+
+namespace purgatory::test {
+namespace {
+
+using contract::probe;
+using contract::ProbeRef;
+using contract::rounds;
+using contract::Signal;
+
+class Listener final : public OutcomeListener {
+ public:
+  Listener(std::atomic<int>& calls, std::atomic<Outcome>& seen, const ProbeRef& op,
+           std::atomic<bool>& before_callbacks)
+      : calls_(calls), seen_(seen), op_(op.get()), before_callbacks_(before_callbacks) {}
+  void on_outcome(Outcome outcome) noexcept override {
+    if (!op_->callbacks_done.load() || op_->lock_held_by_current_thread()) before_callbacks_ = true;
+    seen_ = outcome;
+    calls_.fetch_add(1);
+  }
+
+ private:
+  std::atomic<int>& calls_;
+  std::atomic<Outcome>& seen_;
+  contract::Probe* op_;
+  std::atomic<bool>& before_callbacks_;
+};
+
+// Every flag a Probe raises when a promise about its callbacks broke.
+void check_callbacks_sound(const contract::Probe& op) {
+  CHECK_FALSE(op.concurrent_try.load());
+  CHECK_FALSE(op.try_without_lock.load());
+  CHECK_FALSE(op.try_after_outcome.load());
+  CHECK_FALSE(op.try_during_callbacks.load());
+  CHECK_FALSE(op.callback_with_lock.load());
+  CHECK_FALSE(op.expiration_out_of_order.load());
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: exactly one outcome per operation, decided under its lock, so "
+    "try_complete() and the callbacks never overlap (checks, force_complete, expiry and shutdown "
+    "racing; every public member from any thread; seeded schedule)") {
+  const int n = rounds(150, 30);
+  int outcomes[4] = {0, 0, 0, 0};
+  std::uint64_t decide_points = 0;
+  for (int round = 0; round < n; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
+    INFO("seed " << seed);
+    PurgatoryOptions options;
+    options.shards = 4;
+    ManualPurgatory<int> p(options);
+    std::vector<ProbeRef> ops;
+    for (int i = 0; i < 6; ++i) {
+      ops.push_back(probe(std::chrono::milliseconds(1 + i)));
+      p.purgatory.try_complete_else_watch(ops.back(), {i % 3, 3 + i % 2});
+    }
+    RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 50us});
+    std::atomic<int> forced_wins{0};
+    std::thread checker([&] {
+      for (int i = 0; i < 6; ++i) {
+        if ((seed >> i) & 1U) ops[static_cast<std::size_t>(i)]->completable = true;
+        (void)p.purgatory.check_and_complete(i % 5);
+        (void)ops[static_cast<std::size_t>(5 - i)]->safe_try_complete();
+      }
+    });
+    std::thread forcer([&] {
+      for (int i = 5; i >= 0; i -= 2) {
+        auto& op = *ops[static_cast<std::size_t>(i)];
+        if ((seed >> (8 + i)) & 1U) {
+          const std::lock_guard<DelayedOperation> lock(op);  // lock() and unlock() from here
+          (void)op.is_completed();
+        }
+        if (op.force_complete()) forced_wins.fetch_add(1);
+        (void)op.was_watched();
+      }
+    });
+    std::thread clock([&] {
+      for (int i = 0; i < 4; ++i)
+        p.advance(2ms);  // expiries run inline, on this thread
+    });
+    checker.join();
+    forcer.join();
+    clock.join();
+    p.purgatory.shutdown();
+    for (const ProbeRef& op : ops) {
+      CHECK(op->outcome() != Outcome::pending);
+      CHECK(op->completions == 1);
+      CHECK(op->expirations == (op->outcome() == Outcome::expired ? 1 : 0));
+      CHECK(op->seen_in_on_complete.load() == op->outcome());
+      check_callbacks_sound(*op);
+      ++outcomes[static_cast<int>(op->outcome())];
+    }
+    CHECK(p.purgatory.watched() == 0);
+    CHECK(p.purgatory.num_delayed() == 0);
+    decide_points += schedule.hits("DelayedOperation::complete_with");
+  }
+  MESSAGE("completed " << outcomes[1] << ", expired " << outcomes[2] << ", shut down "
+                       << outcomes[3]);
+  CHECK(decide_points > 0);
+  CHECK(outcomes[1] > 0);
+  CHECK(outcomes[2] > 0);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: the expiry takes the operation's lock: a due timeout does not decide "
+    "while another thread holds lock(), and decides once it is released") {
+  ManualPurgatory<int> p;
+  auto op = probe(10ms);
+  p.purgatory.try_complete_else_watch(op, {1});
+  Signal expiry_waiting;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"DelayedOperation::complete_with: still pending",
+                                      [&] { expiry_waiting.set(); }}}});
+  op->lock();
+  std::thread expiry([&] { p.advance(20ms); });
+  REQUIRE(expiry_waiting.wait());
+  std::this_thread::sleep_for(5ms);  // room for a broken expiry to decide without the lock
+  CHECK(op->outcome() == Outcome::pending);
+  CHECK(op->completions == 0);
+  op->unlock();
+  expiry.join();
+  CHECK(op->outcome() == Outcome::expired);
+  CHECK(op->completions == 1);
+  CHECK(op->expirations == 1);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: try_complete() runs with the lock held, never concurrently with "
+    "itself, and only while pending (4 threads checking one operation, seeded schedule)") {
+  const int n = rounds(100, 20);
+  std::uint64_t busy_hits = 0;
+  for (int round = 0; round < n; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
+    INFO("seed " << seed);
+    ManualPurgatory<int> p;
+    auto op = probe(1h);
+    op->on_try = [&] {
+      std::this_thread::yield();  // a long try: others arrive while it runs
+      return false;
+    };
+    p.purgatory.try_complete_else_watch(op, {1, 2});
+    RaceSchedule schedule({.seed = seed, .pause_probability = 0.5, .max_pause = 30us});
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 20; ++i) {
+          if (t == 0 && i == 10) op->completable = true;
+          if (t % 2 == 0) {
+            (void)p.purgatory.check_and_complete(1 + i % 2);
+          } else {
+            (void)op->safe_try_complete();
+          }
+        }
+      });
+    }
+    for (auto& t : threads)
+      t.join();
+    CHECK(op->outcome() == Outcome::completed);
+    CHECK(op->completions == 1);
+    check_callbacks_sound(*op);
+    busy_hits += schedule.hits("DelayedOperation::check: lock busy");
+  }
+  CHECK(busy_hits > 0);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: try_complete() may call force_complete() on this operation: it wins, "
+    "and on_complete() runs after try_complete() returns, on the same thread") {
+  ManualPurgatory<int> p;
+  auto op = probe(1s);
+  std::atomic<int> completions_inside{-1};
+  bool forced = false;
+  op->on_try = [&] {
+    if (op->tries < 3) return false;  // the watch's two tries pass
+    forced = op->force_complete();
+    completions_inside = op->completions.load();
+    return false;
+  };
+  CHECK_FALSE(p.purgatory.try_complete_else_watch(op, {1}));
+  CHECK(p.purgatory.check_and_complete(1) == 1);
+  CHECK(forced);
+  CHECK(completions_inside == 0);
+  CHECK(op->completions == 1);
+  CHECK(op->complete_thread == std::this_thread::get_id());
+  CHECK_FALSE(op->callback_with_lock.load());
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: try_complete() may call check_and_complete() on any purgatory: the "
+    "check never blocks on an operation's lock another thread holds") {
+  ManualPurgatory<int> p1;
+  ManualPurgatory<int> p2;
+  auto a = probe(1s);
+  auto b = probe(1s);
+  p1.purgatory.try_complete_else_watch(a, {1});
+  p2.purgatory.try_complete_else_watch(b, {2});
+  Signal holding;
+  Signal checked;
+  std::thread holder([&] {
+    b->lock();
+    holding.set();
+    CHECK(checked.wait(5s));  // fails if the check below blocked on b's lock
+    b->unlock();
+  });
+  REQUIRE(holding.wait());
+  std::size_t inner = 99;
+  a->on_try = [&] {
+    inner = p2.purgatory.check_and_complete(2);
+    return true;
+  };
+  b->completable = true;
+  std::thread checker([&] {
+    CHECK(p1.purgatory.check_and_complete(1) == 1);
+    checked.set();
+  });
+  checker.join();
+  holder.join();
+  CHECK(inner == 0);  // b's lock was busy: the check left a note instead of waiting
+  CHECK(a->outcome() == Outcome::completed);
+  CHECK(b->outcome() == Outcome::completed);  // the note was served when the holder unlocked
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: a check that reaches the operation from inside its own try_complete() "
+    "makes it run once more after it returns, and only once") {
+  ManualPurgatory<int> p;
+  auto op = probe(1s);
+  bool first_watch_done = false;
+  op->on_try = [&] {
+    (void)p.purgatory.check_and_complete(1);  // a key it watches
+    return false;
+  };
+  CHECK_FALSE(p.purgatory.try_complete_else_watch(op, {1}));
+  first_watch_done = true;
+  const int before = op->tries;
+  CHECK_FALSE(op->safe_try_complete());
+  CHECK(op->tries - before == 2);  // its own run, and exactly one re-run
+  const int before_check = op->tries;
+  CHECK(p.purgatory.check_and_complete(1) == 0);
+  CHECK(op->tries - before_check == 2);
+  // The re-run is a real try: a condition that holds by then completes the operation.
+  op->on_try = [&] {
+    (void)p.purgatory.check_and_complete(1);
+    return op->tries - before_check == 4;  // true on the re-run of this call
+  };
+  CHECK(p.purgatory.check_and_complete(1) == 1);
+  CHECK(op->tries - before_check == 4);
+  CHECK(op->completions == 1);
+  CHECK(first_watch_done);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: a check reaching the operation through another operation's "
+    "try_complete() also re-runs it once, not forever") {
+  ManualPurgatory<int> p;
+  auto a = probe(1s);
+  auto b = probe(1s);
+  a->on_try = [&] {
+    (void)p.purgatory.check_and_complete(2);
+    return false;
+  };
+  b->on_try = [&] {
+    (void)p.purgatory.check_and_complete(1);
+    return false;
+  };
+  p.purgatory.try_complete_else_watch(a, {1});
+  p.purgatory.try_complete_else_watch(b, {2});
+  const int a_before = a->tries;
+  const int b_before = b->tries;
+  CHECK(a->safe_try_complete() == false);
+  CHECK(a->tries - a_before == 2);
+  CHECK(b->tries - b_before == 2);  // once per run of a
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: on_complete(), on_expiration() and the outcome listener run with no "
+    "lock of the operation or the purgatory held: they may call check_and_complete(), "
+    "try_complete_else_watch() of a new operation, cancel_for_key(), from any thread") {
+  ManualPurgatory<int> p;
+  std::vector<ProbeRef> spawned;
+  std::atomic<int> callbacks_ok{0};
+  // What every callback does: call into the purgatory on this thread and from another thread
+  // (which would block on any lock this thread held), and lock the operation from elsewhere.
+  auto call_everything = [&](DelayedOperation& self) {
+    CHECK_FALSE(self.lock_held_by_current_thread());
+    auto fresh = probe(1s);
+    CHECK_FALSE(p.purgatory.try_complete_else_watch(fresh, {1, 2}));
+    spawned.push_back(fresh);
+    (void)p.purgatory.check_and_complete(1);
+    (void)p.purgatory.cancel_for_key(99);
+    (void)p.purgatory.metrics();
+    Signal other_done;
+    std::thread other([&] {
+      self.lock();  // free: not held by the callback's thread
+      self.unlock();
+      auto other_op = probe(1s);
+      p.purgatory.try_complete_else_watch(other_op, {1});
+      (void)p.purgatory.check_and_complete(1);
+      CHECK(other_op->force_complete());
+      other_done.set();
+    });
+    CHECK(other_done.wait(5s));
+    other.join();
+    callbacks_ok.fetch_add(1);
+  };
+  auto completed = probe(1s);
+  completed->on_done = [&] { call_everything(*completed); };
+  auto expired = probe(5ms);
+  expired->on_expired = [&] { call_everything(*expired); };
+  p.purgatory.try_complete_else_watch(completed, {1});
+  p.purgatory.try_complete_else_watch(expired, {2});
+  completed->completable = true;
+  CHECK(p.purgatory.check_and_complete(1) == 1);
+  p.advance(10ms);
+  CHECK(expired->outcome() == Outcome::expired);
+
+  class CallingListener final : public OutcomeListener {
+   public:
+    explicit CallingListener(std::function<void()> f) : f_(std::move(f)) {}
+    void on_outcome(Outcome) noexcept override { f_(); }
+
+   private:
+    std::function<void()> f_;
+  };
+  auto listened = probe(1s);
+  listened->set_outcome_listener(
+      std::make_unique<CallingListener>([&] { call_everything(*listened); }));
+  p.purgatory.try_complete_else_watch(listened, {3});
+  CHECK(listened->force_complete());
+  CHECK(callbacks_ok == 3);
+  CHECK_FALSE(completed->callback_with_lock.load());
+  CHECK_FALSE(expired->callback_with_lock.load());
+  CHECK(spawned.size() == 3);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: exceptions escaping a callback are caught and reported to the "
+    "purgatory's error handler; an exception from try_complete() counts as not complete") {
+  std::vector<std::string> reported;
+  PurgatoryOptions options;
+  options.on_callback_error = [&](const DelayedOperation&, std::exception_ptr e,
+                                  std::string_view where) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      reported.push_back(std::string(where) + ": " + ex.what());
+    }
+  };
+  ManualPurgatory<int> p(options);
+  bool throw_in_try = true;
+  auto op = make_operation(
+      10ms,
+      [&]() -> bool {
+        if (throw_in_try) throw std::runtime_error("condition broke");
+        return false;
+      },
+      [] { throw std::runtime_error("complete broke"); },
+      [] { throw std::runtime_error("expiration broke"); });
+  {
+    contract::StderrCapture err;
+    CHECK_NOTHROW(p.purgatory.try_complete_else_watch(op, {1}));
+    // The first try comes before the watch: not watched yet, so it goes to stderr.
+    CHECK(err.text().find("condition broke") != std::string::npos);
+  }
+  CHECK(op->outcome() == Outcome::pending);  // the throwing try is "not complete"
+  CHECK(p.purgatory.watched() == 1);
+  CHECK_NOTHROW(p.purgatory.check_and_complete(1));
+  CHECK(op->outcome() == Outcome::pending);
+  throw_in_try = false;
+  CHECK_NOTHROW(p.advance(20ms));  // expires: on_complete and on_expiration both throw
+  CHECK(op->outcome() == Outcome::expired);
+  REQUIRE(reported.size() == 4);  // the watch's second try, one check, then the two callbacks
+  CHECK(reported[0] == "try_complete: condition broke");
+  CHECK(reported[1] == "try_complete: condition broke");
+  CHECK(reported[2] == "on_complete: complete broke");
+  CHECK(reported[3] == "on_expiration: expiration broke");
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: exceptions from the callbacks of an operation no purgatory watches "
+    "go to stderr, naming the callback") {
+  auto op = make_operation(
+      1s, [] { return true; }, [] { throw std::runtime_error("unwatched complete broke"); });
+  contract::StderrCapture err;
+  bool won = false;
+  CHECK_NOTHROW(won = op->safe_try_complete());
+  const std::string text = err.text();
+  CHECK(won);
+  CHECK(text.find("on_complete") != std::string::npos);
+  CHECK(text.find("unwatched complete broke") != std::string::npos);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: OutcomeListener is told once, after the callbacks; "
+    "set_outcome_listener() calls it at once if the callbacks already ran; a second listener "
+    "throws std::logic_error, a null one std::invalid_argument") {
+  std::atomic<int> calls{0};
+  std::atomic<Outcome> seen{Outcome::pending};
+  std::atomic<bool> early{false};
+  ManualPurgatory<int> p;
+  auto op = probe(10ms);
+  op->set_outcome_listener(std::make_unique<Listener>(calls, seen, op, early));
+  CHECK_THROWS_AS(op->set_outcome_listener(std::make_unique<Listener>(calls, seen, op, early)),
+                  std::logic_error);
+  p.purgatory.try_complete_else_watch(op, {1});
+  CHECK(calls == 0);
+  p.advance(20ms);
+  CHECK(calls == 1);
+  CHECK(seen.load() == Outcome::expired);
+  CHECK_FALSE(early.load());
+
+  auto done = probe(1s);
+  CHECK(done->force_complete());
+  std::atomic<int> late_calls{0};
+  done->set_outcome_listener(std::make_unique<Listener>(late_calls, seen, done, early));
+  CHECK(late_calls == 1);  // at once, on this thread
+  CHECK(seen.load() == Outcome::completed);
+  CHECK_THROWS_AS(
+      done->set_outcome_listener(std::make_unique<Listener>(late_calls, seen, done, early)),
+      std::logic_error);
+  CHECK(late_calls == 1);
+  auto fresh = probe(1s);
+  CHECK_THROWS_AS(fresh->set_outcome_listener(nullptr), std::invalid_argument);
+  std::atomic<int> fresh_calls{0};
+  fresh->set_outcome_listener(std::make_unique<Listener>(fresh_calls, seen, fresh, early));
+  CHECK(fresh->force_complete());
+  CHECK(fresh_calls == 1);  // the refused null listener did not take the place
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: set_outcome_listener() racing the completion: the listener is called "
+    "exactly once, after the callbacks, with the outcome (seeded schedule)") {
+  const int n = rounds(300, 60);
+  std::uint64_t stored_hits = 0;
+  std::uint64_t finish_hits = 0;
+  for (int round = 0; round < n; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
+    INFO("seed " << seed);
+    std::atomic<int> calls{0};
+    std::atomic<Outcome> seen{Outcome::pending};
+    std::atomic<bool> early{false};
+    auto op = probe(1s);
+    {
+      RaceSchedule schedule({.seed = seed, .pause_probability = 0.7, .max_pause = 40us});
+      std::thread completer([&] { CHECK(op->force_complete()); });
+      op->set_outcome_listener(std::make_unique<Listener>(calls, seen, op, early));
+      completer.join();
+      stored_hits += schedule.hits("set_outcome_listener: stored");
+      finish_hits += schedule.hits("finish: callbacks ran");
+    }
+    CHECK(calls == 1);
+    CHECK(seen.load() == Outcome::completed);
+    CHECK_FALSE(early.load());
+  }
+  CHECK(stored_hits > 0);
+  CHECK(finish_hits > 0);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: TimerTask::cancel() is the purgatory's business: calling it yourself "
+    "withdraws the timeout, and the operation stays watched") {
+  ManualPurgatory<int> p;
+  auto op = probe(1s);
+  p.purgatory.try_complete_else_watch(op, {1});
+  CHECK(op->cancel());
+  CHECK(p.manual.timer->size() == 0);
+  p.advance(2s);
+  CHECK(op->outcome() == Outcome::pending);
+  CHECK(op->expirations == 0);
+  CHECK(p.purgatory.watched() == 1);
+  op->completable = true;
+  CHECK(p.purgatory.check_and_complete(1) == 1);
+  CHECK(op->outcome() == Outcome::completed);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: memory: about 170 bytes plus 32 per watched key, the per-key part "
+    "freed at completion (x86-64)") {
+  CHECK(sizeof(DelayedOperation) >= 150);
+  CHECK(sizeof(DelayedOperation) <= 190);
+  MESSAGE("sizeof(DelayedOperation) = " << sizeof(DelayedOperation));
+  if (!contract::counting_allocations()) {
+    MESSAGE("allocations are not counted in this build (ThreadSanitizer): per-key part unchecked");
+    return;
+  }
+  ManualPurgatory<int> p;
+  // Keys already in the purgatory: a new watcher on them adds only its own nodes.
+  auto anchor = probe(1h);
+  p.purgatory.try_complete_else_watch(anchor, {1, 2, 3, 4, 5, 6, 7, 8});
+  auto watch_bytes = [&](std::initializer_list<int> keys, ProbeRef& op) {
+    op = probe(1h);
+    const auto before = contract::allocation_counts();
+    p.purgatory.try_complete_else_watch(op, keys);
+    return contract::allocation_counts().requested_bytes - before.requested_bytes;
+  };
+  ProbeRef one;
+  ProbeRef eight;
+  const auto bytes_one = watch_bytes({1}, one);
+  const auto bytes_eight = watch_bytes({1, 2, 3, 4, 5, 6, 7, 8}, eight);
+  MESSAGE("watch on 1 key: " << bytes_one << " bytes, on 8 keys: " << bytes_eight);
+  CHECK(bytes_eight - bytes_one == 7 * 32);
+  CHECK(one->force_complete());  // warms the completion path (its first use allocates)
+  const auto live_before = contract::allocation_counts().live_bytes;
+  CHECK(eight->force_complete());
+  const auto freed = live_before - contract::allocation_counts().live_bytes;
+  CHECK(freed >= 8 * 32);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: the timeout is measured from the moment a purgatory starts watching "
+    "the operation") {
+  ManualPurgatory<int> p;
+  auto op = probe(100ms);
+  CHECK(op->timeout() == 100ms);
+  p.advance(10s);  // created long before it is watched
+  p.purgatory.try_complete_else_watch(op, {1});
+  p.advance(99ms);
+  CHECK(op->outcome() == Outcome::pending);
+  p.advance(1ms);
+  CHECK(op->outcome() == Outcome::expired);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: force_complete(): exactly one of 8 threads and the expiry wins and "
+    "gets true; the winner's on_complete() has run when it returns (seeded schedule)") {
+  const int n = rounds(100, 20);
+  int expiry_won = 0;
+  for (int round = 0; round < n; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
+    INFO("seed " << seed);
+    ManualPurgatory<int> p;
+    auto op = probe(1ms);
+    p.purgatory.try_complete_else_watch(op, {1});
+    RaceSchedule schedule({.seed = seed, .pause_probability = 0.5, .max_pause = 30us});
+    std::atomic<int> wins{0};
+    std::atomic<bool> winner_saw_callback{true};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&] {
+        if (op->force_complete()) {
+          wins.fetch_add(1);
+          if (op->completions != 1) winner_saw_callback = false;
+        }
+      });
+    }
+    threads.emplace_back([&] { p.advance(1ms); });
+    for (auto& t : threads)
+      t.join();
+    const bool expired = op->outcome() == Outcome::expired;
+    expiry_won += expired ? 1 : 0;
+    CHECK(wins == (expired ? 0 : 1));
+    CHECK(winner_saw_callback.load());
+    CHECK(op->completions == 1);
+  }
+  MESSAGE("the expiry won " << expiry_won << " of " << n);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: force_complete() by a holder of the lock (between lock() and unlock()) "
+    "wins, and on_complete() runs when the last unlock() releases it, on that thread") {
+  auto op = probe(1s);
+  op->lock();
+  op->lock();
+  CHECK(op->force_complete());
+  CHECK(op->outcome() == Outcome::completed);
+  CHECK(op->completions == 0);
+  op->unlock();
+  CHECK(op->completions == 0);  // still held once
+  op->unlock();
+  CHECK(op->completions == 1);
+  CHECK(op->complete_thread == std::this_thread::get_id());
+  CHECK_FALSE(op->callback_with_lock.load());
+  CHECK_FALSE(op->force_complete());  // decided: later calls lose
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: safe_try_complete() returns whether this call decided the outcome, "
+    "and works on any pending operation, watched or not") {
+  auto unwatched = probe(1s);
+  CHECK_FALSE(unwatched->safe_try_complete());
+  CHECK(unwatched->tries == 1);
+  unwatched->completable = true;
+  CHECK(unwatched->safe_try_complete());
+  CHECK(unwatched->completions == 1);
+  CHECK_FALSE(unwatched->safe_try_complete());  // decided: no further try
+  CHECK(unwatched->tries == 2);
+
+  ManualPurgatory<int> p;
+  auto watched = probe(1s);
+  p.purgatory.try_complete_else_watch(watched, {1});
+  CHECK_FALSE(watched->safe_try_complete());
+  watched->completable = true;
+  CHECK(watched->safe_try_complete());
+  CHECK(p.purgatory.watched() == 0);  // it left its key
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: safe_try_complete() does not wait for a lock another thread holds: "
+    "it leaves a note, and the holder checks again before releasing (on its own thread)") {
+  auto op = probe(1s);
+  Signal holding;
+  Signal returned;
+  std::thread::id holder_id;
+  std::thread holder([&] {
+    holder_id = std::this_thread::get_id();
+    op->lock();
+    holding.set();
+    CHECK(returned.wait(5s));  // fails if safe_try_complete() waited for the lock
+    op->unlock();
+  });
+  REQUIRE(holding.wait());
+  op->completable = true;
+  CHECK_FALSE(op->safe_try_complete());
+  CHECK(op->tries == 0);
+  returned.set();
+  holder.join();
+  CHECK(op->tries == 1);  // the note, served by the holder's unlock()
+  CHECK(op->outcome() == Outcome::completed);
+  CHECK(op->try_thread == holder_id);
+  CHECK(op->complete_thread == holder_id);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: safe_try_complete(): no check is lost when the holder releases the "
+    "lock after the check found it busy but before it left its note") {
+  // The holder's try sees the condition false; meanwhile the condition becomes true and a second
+  // check finds the lock busy; the holder then finishes entirely, and only then is the note left.
+  // Nobody holds the lock any more to serve it: the second check must serve it itself.
+  auto op = probe(1s);
+  Signal holder_in_try;
+  Signal checker_busy;
+  Signal holder_done;
+  op->on_try = [&] {
+    if (op->tries == 1) {
+      holder_in_try.set();
+      CHECK(checker_busy.wait());
+    }
+    return false;
+  };
+  bool first = true;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"DelayedOperation::check: lock busy", [&] {
+                                        if (!std::exchange(first, false)) return;
+                                        checker_busy.set();
+                                        CHECK(holder_done.wait());
+                                      }}}});
+  std::thread holder([&] {
+    CHECK_FALSE(op->safe_try_complete());
+    holder_done.set();
+  });
+  REQUIRE(holder_in_try.wait());
+  op->completable = true;
+  std::thread checker([&] { (void)op->safe_try_complete(); });
+  holder.join();
+  checker.join();
+  CHECK(schedule.hits("DelayedOperation::check: lock busy") >= 1);
+  CHECK(op->is_completed());
+  CHECK(op->completions == 1);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: was_watched() is true once a purgatory accepted the operation; "
+    "try_complete_else_watch() may be called once") {
+  ManualPurgatory<int> p;
+  ManualPurgatory<int> other;
+  auto op = probe(1s);
+  CHECK_FALSE(op->was_watched());
+  p.purgatory.try_complete_else_watch(op, {1});
+  CHECK(op->was_watched());
+  CHECK_THROWS_AS(p.purgatory.try_complete_else_watch(op, {2}), OperationAlreadyWatched);
+  CHECK_THROWS_AS(other.purgatory.try_complete_else_watch(op, {2}), OperationAlreadyWatched);
+  CHECK(op->force_complete());
+  CHECK(op->was_watched());  // stays true after its outcome
+  CHECK_THROWS_AS(p.purgatory.try_complete_else_watch(op, {2}), OperationAlreadyWatched);
+
+  auto refused = probe(1s);
+  other.purgatory.shutdown();
+  CHECK_THROWS_AS(other.purgatory.try_complete_else_watch(refused, {1}), PurgatoryShutDown);
+  CHECK_FALSE(refused->was_watched());
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: lock(): on the last unlock() a completion decided meanwhile runs its "
+    "callbacks on this thread, and a check skipped because the lock was held is retried") {
+  ManualPurgatory<int> p;
+  auto op = probe(1s);
+  p.purgatory.try_complete_else_watch(op, {1});
+  const int tries_before = op->tries;
+  op->lock();
+  CHECK(op->lock_held_by_current_thread());
+  std::size_t completed_by_check = 99;
+  std::thread checker([&] { completed_by_check = p.purgatory.check_and_complete(1); });
+  checker.join();  // returns although the lock is held
+  CHECK(completed_by_check == 0);
+  CHECK(op->tries == tries_before);
+  op->completable = true;  // state try_complete() reads, changed under the lock
+  op->unlock();
+  CHECK(op->tries == tries_before + 1);  // the skipped check, retried by unlock()
+  CHECK(op->outcome() == Outcome::completed);
+  CHECK(op->complete_thread == std::this_thread::get_id());
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: try_lock() fails while another thread holds the lock, succeeds for "
+    "the holder; lock_held_by_current_thread() is true only for the holder") {
+  auto op = probe(1s);
+  CHECK_FALSE(op->lock_held_by_current_thread());
+  CHECK(op->try_lock());
+  CHECK(op->try_lock());  // re-entrant
+  CHECK(op->lock_held_by_current_thread());
+  bool other_got = true;
+  bool other_sees_held = true;
+  std::thread other([&] {
+    other_got = op->try_lock();
+    other_sees_held = op->lock_held_by_current_thread();
+  });
+  other.join();
+  CHECK_FALSE(other_got);
+  CHECK_FALSE(other_sees_held);
+  op->unlock();
+  op->unlock();
+  CHECK_FALSE(op->lock_held_by_current_thread());
+  std::thread after([&] {
+    other_got = op->try_lock();
+    if (other_got) op->unlock();
+  });
+  after.join();
+  CHECK(other_got);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: on_complete() runs exactly once whoever completes and outcome() tells "
+    "how; on_expiration() runs once, after on_complete(), only when the timeout won") {
+  ManualPurgatory<int> p;
+  auto by_check = probe(1s);
+  auto by_force = probe(1s);
+  auto by_timeout = probe(10ms);
+  auto by_shutdown = probe(1s);
+  p.purgatory.try_complete_else_watch(by_check, {1});
+  p.purgatory.try_complete_else_watch(by_force, {2});
+  p.purgatory.try_complete_else_watch(by_timeout, {3});
+  p.purgatory.try_complete_else_watch(by_shutdown, {4});
+  by_check->completable = true;
+  CHECK(p.purgatory.check_and_complete(1) == 1);
+  CHECK(by_force->force_complete());
+  p.advance(10ms);
+  p.purgatory.shutdown();
+  CHECK(by_check->seen_in_on_complete.load() == Outcome::completed);
+  CHECK(by_force->seen_in_on_complete.load() == Outcome::completed);
+  CHECK(by_timeout->seen_in_on_complete.load() == Outcome::expired);
+  CHECK(by_shutdown->seen_in_on_complete.load() == Outcome::shut_down);
+  for (const auto& op : {by_check, by_force, by_timeout, by_shutdown}) {
+    CHECK(op->completions == 1);
+    CHECK(op->expirations == (op == by_timeout ? 1 : 0));
+    check_callbacks_sound(*op);
+  }
+}
+
+template <class C, class F, class E = NoExpirationCallback>
+concept MakesOperation = requires(C c, F f, E e) {
+  make_operation(1s, c, f, e);
+};
+
+TEST_CASE(
+    "delayed_operation.hpp: make_operation(timeout, condition, on_complete[, on_expiration]): "
+    "condition() -> bool; on_complete() or on_complete(Outcome); on_expiration()") {
+  ManualPurgatory<int> p;
+  bool ready = false;
+  int plain_completions = 0;
+  auto plain = make_operation(
+      1s, [&] { return ready; }, [&] { ++plain_completions; });
+  Outcome seen = Outcome::pending;
+  int expirations = 0;
+  auto with_outcome = make_operation(
+      5ms, [] { return false; }, [&](Outcome o) { seen = o; }, [&] { ++expirations; });
+  CHECK(plain->timeout() == 1s);
+  p.purgatory.try_complete_else_watch(plain, {1});
+  p.purgatory.try_complete_else_watch(with_outcome, {2});
+  ready = true;
+  CHECK(p.purgatory.check_and_complete(1) == 1);
+  CHECK(plain_completions == 1);
+  p.advance(5ms);
+  CHECK(seen == Outcome::expired);
+  CHECK(expirations == 1);
+  // The requirements are checked at compile time.
+  auto cond = [] { return true; };
+  auto done = [] {};
+  static_assert(MakesOperation<decltype(cond), decltype(done)>);
+  static_assert(MakesOperation<decltype(cond), void (*)(Outcome)>);
+  static_assert(!MakesOperation<int, decltype(done)>);
+  static_assert(!MakesOperation<decltype(cond), int>);
+  static_assert(!MakesOperation<decltype(cond), decltype(done), int>);
+  static_assert(!MakesOperation<decltype(cond), void (*)(int, int)>);
+}
+
+}  // namespace
+}  // namespace purgatory::test

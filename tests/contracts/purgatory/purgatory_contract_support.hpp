@@ -1,0 +1,145 @@
+// Helpers for the purgatory contract suite: an operation that records everything a promise is
+// about (which thread, which lock, in which order), round counts scaled for sanitizers, and a
+// way to read what the library printed to stderr.
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include <unistd.h>
+
+#include "purgatory/delayed_operation.hpp"
+
+namespace purgatory::contract {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+// Seeded rounds for race tests: sanitizers run 5-20x slower, so they get fewer rounds.
+constexpr int rounds(int release, int sanitized) {
+  return kSanitized ? sanitized : release;
+}
+
+// An operation that records what its callbacks saw. Hooks (on_try, on_done, on_expired) are set
+// before the operation is shared and not changed after.
+class Probe : public DelayedOperation {
+ public:
+  explicit Probe(Nanos timeout) : DelayedOperation(timeout) {}
+
+  std::atomic<bool> completable{false};
+  std::atomic<int> tries{0};
+  std::atomic<int> completions{0};
+  std::atomic<int> expirations{0};
+  std::atomic<int> running_tries{0};        // try_complete() runs in progress now
+  std::atomic<bool> concurrent_try{false};  // two try_complete() ran at once
+  std::atomic<bool> try_without_lock{false};
+  std::atomic<bool> try_after_outcome{false};
+  std::atomic<bool> try_during_callbacks{false};
+  std::atomic<bool> callback_with_lock{false};
+  std::atomic<bool> in_callbacks{false};
+  std::atomic<bool> callbacks_done{false};
+  std::atomic<bool> expiration_out_of_order{
+      false};  // on_expiration() not right after on_complete()
+  std::atomic<Outcome> seen_in_on_complete{Outcome::pending};
+  std::thread::id try_thread{};       // the last try_complete()'s thread
+  std::thread::id complete_thread{};  // written before completions is incremented
+
+  std::function<bool()> on_try{};  // runs inside try_complete(); true: force_complete()
+  std::function<void()> on_done{};
+  std::function<void()> on_expired{};
+
+ protected:
+  bool try_complete() override {
+    tries.fetch_add(1);
+    if (running_tries.fetch_add(1) != 0) concurrent_try = true;
+    if (!lock_held_by_current_thread()) try_without_lock = true;
+    if (outcome() != Outcome::pending) try_after_outcome = true;
+    if (in_callbacks.load()) try_during_callbacks = true;
+    try_thread = std::this_thread::get_id();
+    bool complete = completable.load();
+    if (on_try && on_try()) complete = true;
+    running_tries.fetch_sub(1);
+    return complete && force_complete();
+  }
+  void on_complete() override {
+    in_callbacks = true;
+    if (lock_held_by_current_thread()) callback_with_lock = true;
+    if (running_tries.load() != 0) try_during_callbacks = true;
+    seen_in_on_complete = outcome();
+    complete_thread = std::this_thread::get_id();
+    if (on_done) on_done();
+    completions.fetch_add(1);
+    if (outcome() != Outcome::expired) {
+      in_callbacks = false;
+      callbacks_done = true;
+    }
+  }
+  void on_expiration() override {
+    if (completions.load() != 1 || !in_callbacks.load()) expiration_out_of_order = true;
+    if (lock_held_by_current_thread()) callback_with_lock = true;
+    if (on_expired) on_expired();
+    expirations.fetch_add(1);
+    in_callbacks = false;
+    callbacks_done = true;
+  }
+};
+
+using ProbeRef = boost::intrusive_ptr<Probe>;
+
+inline ProbeRef probe(Nanos timeout) {
+  return ProbeRef(new Probe(timeout));
+}
+
+// Captures what is written to stderr (fd 2) while it exists.
+class StderrCapture {
+ public:
+  StderrCapture() {
+    std::fflush(stderr);
+    file_ = std::tmpfile();
+    saved_ = ::dup(2);
+    ::dup2(::fileno(file_), 2);
+  }
+  ~StderrCapture() {
+    restore();
+    std::fclose(file_);
+  }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+
+  // Stops capturing and returns what was written.
+  std::string text() {
+    restore();
+    std::string out;
+    std::rewind(file_);
+    char buf[512];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, file_)) > 0)
+      out.append(buf, n);
+    return out;
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  std::FILE* file_ = nullptr;
+  int saved_ = -1;
+};
+
+}  // namespace purgatory::contract

@@ -1,0 +1,111 @@
+// Issue 11, item 6 and the async_wait documentation: Asio adapters' promises.
+#include "purgatory/asio.hpp"
+#include "purgatory/timer/async.hpp"
+
+#include <atomic>
+#include <stop_token>
+#include <thread>
+
+#include <doctest/doctest.h>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "../../purgatory/purgatory_test_support.hpp"
+#include "../contract_support.hpp"
+#include "race_schedule.hpp"
+
+using namespace std::chrono_literals;
+
+namespace purgatory::test {
+namespace {
+
+using contract::Signal;
+
+TEST_CASE(
+    "regression (issue 11.6): async_wait_outcome cancelled through its stop_token: once the "
+    "handler has (operation_aborted, pending), a check already under way does not complete the "
+    "operation") {
+  ManualPurgatory<int> p;
+  boost::asio::io_context io;
+  auto op = mock(1s);
+  p.purgatory.try_complete_else_watch(op, {1});
+  op->completable = true;  // any check that reaches it would complete it
+  std::stop_source stop;
+  boost::system::error_code got_ec;
+  Outcome got = Outcome::completed;
+  async_wait_outcome(op, stop.get_token(),
+                     boost::asio::bind_executor(io, [&](boost::system::error_code ec, Outcome o) {
+                       got_ec = ec;
+                       got = o;
+                     }));
+  Signal copied;
+  Signal aborted;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"check_and_complete: copied", [&] {
+                                        copied.set();
+                                        CHECK(aborted.wait());
+                                      }}}});
+  std::size_t completed = 99;
+  std::thread checker([&] { completed = p.purgatory.check_and_complete(1); });
+  REQUIRE(copied.wait());
+  stop.request_stop();
+  io.run();
+  CHECK(got_ec == boost::asio::error::operation_aborted);
+  CHECK(got == Outcome::pending);
+  aborted.set();
+  checker.join();
+  CHECK(completed == 0);
+  CHECK(op->outcome() == Outcome::pending);
+  CHECK(op->completions == 0);
+  CHECK(p.purgatory.metrics().cancelled_total == 1);
+}
+
+TEST_CASE(
+    "regression (issue 11): async_wait_outcome with a plain lambda: the handler runs on Asio's "
+    "system executor, not on the thread that completed the operation") {
+  ManualPurgatory<int> p;
+  auto op = mock(1s);
+  p.purgatory.try_complete_else_watch(op, {1});
+  Signal called;
+  std::atomic<bool> on_completing_thread{true};
+  const auto completing_thread = std::this_thread::get_id();
+  async_wait_outcome(op, [&](boost::system::error_code ec, Outcome o) {
+    CHECK(!ec);
+    CHECK(o == Outcome::completed);
+    on_completing_thread = std::this_thread::get_id() == completing_thread;
+    called.set();
+  });
+  CHECK(op->force_complete());
+  REQUIRE(called.wait());
+  CHECK_FALSE(on_completing_thread.load());
+}
+
+TEST_CASE(
+    "regression (issue 11): timer async_wait with a plain lambda runs the handler on Asio's "
+    "system executor; bound to an io_context it keeps run() busy until it completes") {
+  SystemTimer timer;  // real clock, its own threads
+  Signal called;
+  std::atomic<bool> on_caller{true};
+  const auto caller = std::this_thread::get_id();
+  async_wait(timer, 1ms, [&](boost::system::error_code ec) {
+    CHECK(!ec);
+    on_caller = std::this_thread::get_id() == caller;
+    called.set();
+  });
+  REQUIRE(called.wait());
+  CHECK_FALSE(on_caller.load());
+
+  boost::asio::io_context io;
+  std::atomic<bool> bound_called{false};
+  async_wait(timer, 20ms, boost::asio::bind_executor(io, [&](boost::system::error_code ec) {
+               CHECK(!ec);
+               bound_called = true;
+             }));
+  io.run();  // returns only once the handler ran
+  CHECK(bound_called.load());
+  timer.close();
+}
+
+}  // namespace
+}  // namespace purgatory::test

@@ -1,0 +1,106 @@
+// Issue 11, items 2 and 5: PeriodicTask's cancel() and fixed-rate promises.
+#include "purgatory/timer/periodic_task.hpp"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "../../timer/timer_test_support.hpp"
+#include "race_schedule.hpp"
+
+using namespace std::chrono_literals;
+using purgatory::Nanos;
+using purgatory::PeriodicTask;
+using purgatory::test::ManualTimer;
+using purgatory::test::RaceSchedule;
+
+TEST_CASE(
+    "regression (issue 11.2): PeriodicTask: no run_once() after cancel() returned, even when "
+    "cancel() lands between a run and the re-add that hands the next run straight to the "
+    "executor") {
+  ManualTimer m;  // inline executor: an already-due add runs the task inside add_at()
+  std::atomic<int> runs{0};
+  std::atomic<bool> cancel_returned{false};
+  std::atomic<int> runs_after_cancel{0};
+  auto task = purgatory::make_periodic([&] {
+    runs.fetch_add(1);
+    if (cancel_returned.load()) runs_after_cancel.fetch_add(1);
+  });
+  bool first = true;
+  // The window: the run finished, the next deadline is computed, the task's lock is released,
+  // and the re-add has not happened yet. There the clock moves past the next deadline (so the
+  // re-add hands the run to the executor at once) and another thread cancels.
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"PeriodicTask::schedule_next: unlocked, before add_at", [&] {
+                                        if (!std::exchange(first, false)) return;
+                                        m.clock.advance(10ms);
+                                        std::thread canceller([&] {
+                                          (void)task->cancel();
+                                          cancel_returned = true;
+                                        });
+                                        canceller.join();
+                                      }}}});
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  m.advance(10ms);  // the first run, then the window above
+  REQUIRE(cancel_returned.load());
+  for (int i = 0; i < 5; ++i)
+    m.advance(10ms);
+  CHECK(schedule.hits("PeriodicTask::schedule_next") >= 1);
+  CHECK(runs.load() == 1);
+  CHECK(runs_after_cancel.load() == 0);
+  CHECK_FALSE(task->is_pending());
+}
+
+TEST_CASE(
+    "regression (issue 11.2): PeriodicTask: cancel() racing a 2-thread run loop stops every "
+    "future run (seeded schedule, 200 rounds)") {
+  // A clock thread expires runs inline while another thread cancels at a random moment; race
+  // points in start(), run() and schedule_next() pause on a seeded schedule. After cancel()
+  // returned, at most the run already started may still enter run_once(), and only if cancel()
+  // said false; once the clock has moved 20 periods on, nothing runs.
+  for (std::uint64_t round = 0; round < 200; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(round);
+    INFO("seed " << seed);
+    ManualTimer m;
+    std::atomic<int> entered{0};
+    auto task = purgatory::make_periodic([&] { entered.fetch_add(1); });
+    RaceSchedule schedule(
+        {.seed = seed, .pause_probability = 0.5, .max_pause = 100us, .only = "PeriodicTask"});
+    task->start(m.timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate);
+    std::atomic<bool> stop{false};
+    std::thread clock_thread([&] {
+      while (!stop.load())
+        m.advance(1ms);
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(seed % 500));
+    const bool cancelled = task->cancel();
+    const int at_return = entered.load();
+    const Nanos cancelled_at = m.clock.now();
+    while (m.clock.now() < cancelled_at + 20ms)
+      std::this_thread::yield();
+    stop = true;
+    clock_thread.join();
+    const int later = entered.load() - at_return;
+    CHECK(later <= (cancelled ? 0 : 1));
+    CHECK_FALSE(task->is_pending());
+  }
+}
+
+TEST_CASE(
+    "regression (issue 11.5): PeriodicTask fixed rate: a run lasting exactly one period is "
+    "followed by the run due at first_deadline + k * period, not a period later") {
+  ManualTimer m;
+  std::vector<Nanos> at;
+  auto task = purgatory::make_periodic([&] {
+    at.push_back(m.clock.now());
+    if (at.size() == 1) m.clock.advance(10ms);  // the first run lasts exactly one period
+  });
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  while (m.clock.now() < 40ms)
+    m.advance(1ms);
+  CHECK(at == std::vector<Nanos>{10ms, 20ms, 30ms, 40ms});
+  task->cancel();
+}

@@ -1,0 +1,474 @@
+// Contract tests for purgatory/timer/periodic_task.hpp: one test per promise (docs/contracts.md).
+#include "purgatory/timer/periodic_task.hpp"
+
+#include <atomic>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "race_schedule.hpp"
+#include "timer_contract_support.hpp"
+
+using namespace std::chrono_literals;
+using purgatory::ManualClock;
+using purgatory::Nanos;
+using purgatory::PeriodicTask;
+using purgatory::SystemTimer;
+using purgatory::TimerOptions;
+using purgatory::TimerRejected;
+using purgatory::contract::PoolExecutor;
+using purgatory::contract::Signal;
+using purgatory::test::ManualTimer;
+using purgatory::test::RaceSchedule;
+
+namespace {
+
+// Steps the clock 1 ms at a time up to `until`, expiring at each step.
+void run_until(ManualTimer& m, Nanos until) {
+  while (m.clock.now() < until)
+    m.advance(1ms);
+}
+
+// Counts runs in progress and the most ever seen at once.
+struct Overlap {
+  std::atomic<int> in_run{0};
+  std::atomic<int> most{0};
+  void enter() {
+    const int now = in_run.fetch_add(1) + 1;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+  }
+  void leave() { in_run.fetch_sub(1); }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "periodic_task.hpp: fixed rate: run k is due at first_deadline + k * period, whatever each "
+    "run cost") {
+  ManualTimer m;
+  std::mt19937_64 rng(9);
+  std::vector<Nanos> at;
+  auto task = purgatory::make_periodic([&] {
+    at.push_back(m.clock.now());
+    m.clock.advance(std::chrono::milliseconds(rng() % 10));  // each run costs 0..9 ms
+  });
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 205ms);
+  task->cancel();
+  REQUIRE(at.size() == 20);
+  for (std::size_t k = 0; k < at.size(); ++k)
+    CHECK(at[k] == 10ms + static_cast<long>(k) * 10ms);
+}
+
+TEST_CASE(
+    "periodic_task.hpp: fixed delay: each run is due one period after the previous run finished") {
+  ManualTimer m;
+  std::vector<Nanos> at;
+  auto task = purgatory::make_periodic([&] {
+    at.push_back(m.clock.now());
+    m.clock.advance(3ms);
+  });
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_delay);
+  run_until(m, 60ms);
+  task->cancel();
+  CHECK(at == std::vector<Nanos>{10ms, 23ms, 36ms, 49ms});
+}
+
+TEST_CASE(
+    "periodic_task.hpp: missed runs: after a stall the late run happens once, the deadlines "
+    "missed are skipped, and the next is the first grid deadline after it; none is early") {
+  SUBCASE("fixed rate") {
+    ManualTimer m;
+    std::vector<Nanos> at;
+    auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
+    task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+    run_until(m, 10ms);
+    m.clock.advance(55ms);  // a stall: nothing expires until 65 ms
+    m.timer.advance_clock(Nanos::zero());
+    run_until(m, 85ms);
+    task->cancel();
+    CHECK(at == std::vector<Nanos>{10ms, 65ms, 70ms, 80ms});
+  }
+  SUBCASE("fixed delay") {
+    ManualTimer m;
+    std::vector<Nanos> at;
+    auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
+    task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_delay);
+    run_until(m, 10ms);
+    m.clock.advance(55ms);
+    m.timer.advance_clock(Nanos::zero());
+    run_until(m, 85ms);
+    task->cancel();
+    CHECK(at == std::vector<Nanos>{10ms, 65ms, 75ms, 85ms});
+  }
+}
+
+TEST_CASE(
+    "periodic_task.hpp: fixed rate: a run lasting exactly two periods is followed by the grid "
+    "deadline at its end, not a period later" *
+    doctest::skip(true)) {
+  // FAILS: schedule_next() skips the grid point equal to the finish time when more than one
+  // period was missed (next at 40 ms instead of 30 ms).
+  ManualTimer m;
+  std::vector<Nanos> at;
+  auto task = purgatory::make_periodic([&] {
+    at.push_back(m.clock.now());
+    if (at.size() == 1) m.clock.advance(20ms);  // 10 ms -> 30 ms
+  });
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 45ms);
+  task->cancel();
+  // "the next run is due at the first deadline of the fixed-rate grid at or after the end of
+  // the late run": 30 ms.
+  CHECK(at == std::vector<Nanos>{10ms, 30ms, 40ms});
+}
+
+TEST_CASE(
+    "periodic_task.hpp: runs never overlap: on a 2-thread executor, runs longer than the period "
+    "(seeded schedule, 5 rounds)") {
+  for (std::uint64_t round = 0; round < 5; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(round);
+    INFO("seed " << seed);
+    ManualClock clock;
+    auto pool = std::make_shared<PoolExecutor>(2);
+    SystemTimer timer(
+        TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+    RaceSchedule schedule({.seed = seed, .pause_probability = 0.5, .max_pause = 100us});
+    Overlap overlap;
+    auto task = purgatory::make_periodic([&] {
+      overlap.enter();
+      std::this_thread::sleep_for(200us);  // longer than the clock thread's period
+      overlap.leave();
+    });
+    task->start(timer, 0ms, 1ms, PeriodicTask::Mode::fixed_rate);
+    std::atomic<bool> stop{false};
+    std::thread driver([&] {
+      while (!stop.load()) {
+        clock.advance(1ms);
+        timer.advance_clock(Nanos::zero());
+        std::this_thread::sleep_for(50us);
+      }
+    });
+    const auto give_up = std::chrono::steady_clock::now() + 20s;
+    while (task->run_count() < 30 && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::yield();
+    task->cancel();
+    stop = true;
+    driver.join();
+    pool->shutdown();
+    CHECK(task->run_count() >= 30);
+    CHECK(overlap.most.load() == 1);
+  }
+}
+
+TEST_CASE(
+    "periodic_task.hpp: runs never overlap, even when start() is called from the task's own run "
+    "with a first run due at once" *
+    doctest::skip(true)) {
+  // FAILS: on an InlineExecutor, start(timer, 0, ...) inside run_once() runs the task again
+  // inside the current run_once() (nested, depth 2).
+  ManualTimer m;
+  Overlap overlap;
+  boost::intrusive_ptr<PeriodicTask> task;
+  int runs = 0;
+  task = purgatory::make_periodic([&] {
+    overlap.enter();
+    if (++runs == 1) task->start(m.timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate);
+    overlap.leave();
+  });
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 50ms);
+  task->cancel();
+  CHECK(overlap.most.load() == 1);
+}
+
+TEST_CASE(
+    "periodic_task.hpp: runs never overlap, even when another thread restarts the task during a "
+    "run (2-thread executor)" *
+    doctest::skip(true)) {
+  // FAILS: start() from another thread during a run adds the task again; the second pool thread
+  // runs run_once() while the first run is still in it.
+  ManualClock clock;
+  auto pool = std::make_shared<PoolExecutor>(2);
+  SystemTimer timer(
+      TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+  Overlap overlap;
+  Signal in_first;
+  Signal restarted;
+  std::atomic<int> runs{0};
+  auto task = purgatory::make_periodic([&] {
+    overlap.enter();
+    if (runs.fetch_add(1) == 0) {
+      in_first.set();
+      CHECK(restarted.wait());
+      // Give a second run every chance to start now if it is going to.
+      std::this_thread::sleep_for(100ms);
+    }
+    overlap.leave();
+  });
+  task->start(timer, 1ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  clock.advance(1ms);
+  timer.advance_clock(Nanos::zero());
+  REQUIRE(in_first.wait());
+  task->start(timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate);  // restart, due at once
+  restarted.set();
+  const auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (runs.load() < 2 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::yield();
+  task->cancel();
+  pool->shutdown();
+  CHECK(overlap.most.load() == 1);
+}
+
+TEST_CASE(
+    "periodic_task.hpp: cancel() between runs returns true; run_once() is not called after "
+    "cancel() returned") {
+  ManualTimer m;
+  auto task = purgatory::make_periodic([] {});
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 25ms);
+  CHECK(task->run_count() == 2);
+  CHECK(task->cancel());
+  CHECK_FALSE(task->is_pending());
+  run_until(m, 100ms);
+  CHECK(task->run_count() == 2);
+}
+
+TEST_CASE(
+    "periodic_task.hpp: cancel() from another thread during a run returns false; that run "
+    "finishes and no later run happens") {
+  ManualTimer m;
+  std::atomic<int> finished{0};
+  auto task = purgatory::make_periodic([&] { finished.fetch_add(1); });
+  bool cancelled = true;
+  bool first = true;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"PeriodicTask::run: started, before run_once", [&] {
+                                        if (!std::exchange(first, false)) return;
+                                        std::thread other([&] { cancelled = task->cancel(); });
+                                        other.join();
+                                      }}}});
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  run_until(m, 100ms);
+  CHECK_FALSE(cancelled);
+  CHECK(finished.load() == 1);
+  CHECK(task->run_count() == 1);
+  CHECK_FALSE(task->is_pending());
+}
+
+TEST_CASE(
+    "periodic_task.hpp: cancel() from inside the task's own run is safe: that run finishes, no "
+    "later one starts") {
+  ManualTimer m;
+  boost::intrusive_ptr<PeriodicTask> task;
+  int runs = 0;
+  task = purgatory::make_periodic([&] {
+    if (++runs == 3) (void)task->cancel();
+  });
+  task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_delay);
+  run_until(m, 100ms);
+  CHECK(runs == 3);
+  CHECK(task->run_count() == 3);
+  CHECK_FALSE(task->is_pending());
+}
+
+TEST_CASE(
+    "periodic_task.hpp: cancel() racing runs on a 2-thread executor: after cancel() returned, at "
+    "most the run already started calls run_once(), and only when cancel() returned false "
+    "(seeded schedule, 60 rounds)") {
+  // Even rounds: cancel() lands, on a seeded run, in the window between the end of a run and the
+  // re-add that hands the next (already due) run to the pool: no run is under way or claimed
+  // there, so no run_once() may follow. Odd rounds: cancel() at a seeded moment from the test's
+  // thread, where a run may be under way.
+  std::uint64_t hits = 0;
+  int window_cancels = 0;
+  for (std::uint64_t round = 0; round < 60; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(round);
+    INFO("seed " << seed);
+    ManualClock clock;
+    auto pool = std::make_shared<PoolExecutor>(2);
+    SystemTimer timer(
+        TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+    std::atomic<int> entered{0};
+    auto task = purgatory::make_periodic([&] { entered.fetch_add(1); });
+    const bool in_window = round % 2 == 0;
+    std::atomic<int> window_hits{0};
+    std::atomic<int> at_window_cancel{-1};
+    RaceSchedule::Options options{
+        .seed = seed, .pause_probability = 0.5, .max_pause = 100us, .only = "Periodic"};
+    if (in_window) {
+      const int target = 1 + static_cast<int>(seed % 4);
+      options.actions.push_back(
+          {"PeriodicTask::schedule_next: unlocked, before add_at", [&, target] {
+             if (window_hits.fetch_add(1) + 1 != target) return;
+             clock.advance(2ms);  // the re-add is due at once
+             std::thread canceller([&] {
+               (void)task->cancel();
+               at_window_cancel = entered.load();
+             });
+             canceller.join();
+           }});
+    }
+    RaceSchedule schedule(std::move(options));
+    task->start(timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate);
+    std::atomic<bool> stop{false};
+    std::thread driver([&] {
+      while (!stop.load()) {
+        clock.advance(1ms);
+        timer.advance_clock(Nanos::zero());
+      }
+    });
+    bool cancelled = false;
+    int at_return = 0;
+    if (in_window) {
+      const auto give_up = std::chrono::steady_clock::now() + 20s;
+      while (at_window_cancel.load() < 0 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::yield();
+      REQUIRE(at_window_cancel.load() >= 0);
+      at_return = at_window_cancel.load();
+      ++window_cancels;
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(seed % 700));
+      cancelled = task->cancel();
+      at_return = entered.load();
+    }
+    const Nanos cancelled_at = clock.now();
+    while (clock.now() < cancelled_at + 20ms)
+      std::this_thread::yield();
+    stop = true;
+    driver.join();
+    pool->shutdown();
+    // In the window nothing was under way: nothing may follow. Elsewhere at most the run already
+    // started, and only if cancel() could not stop it.
+    CHECK(entered.load() - at_return <= (in_window || cancelled ? 0 : 1));
+    CHECK_FALSE(task->is_pending());
+    hits += schedule.hits("PeriodicTask::");
+  }
+  CHECK(hits > 0);
+  CHECK(window_cancels == 30);
+}
+
+TEST_CASE(
+    "periodic_task.hpp: start() throws std::invalid_argument naming a period <= 0, and "
+    "TimerRejected on a closed timer; nothing is scheduled") {
+  ManualTimer m;
+  auto task = purgatory::make_periodic([] {});
+  CHECK_THROWS_WITH_AS(task->start(m.timer, 0ms, 0ms, PeriodicTask::Mode::fixed_rate),
+                       doctest::Contains("0 ns"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(task->start(m.timer, 0ms, -5ns, PeriodicTask::Mode::fixed_delay),
+                       doctest::Contains("-5"), std::invalid_argument);
+  CHECK_FALSE(task->is_pending());
+  m.timer.close();
+  CHECK_THROWS_AS(task->start(m.timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate), TimerRejected);
+  CHECK_FALSE(task->is_pending());
+  CHECK(task->run_count() == 0);
+}
+
+TEST_CASE(
+    "periodic_task.hpp: start() throws what add() throws for an initial delay above kMaxDelay, "
+    "Nanos::max() included, and runs nothing") {
+  ManualTimer m;
+  auto task = purgatory::make_periodic([] {});
+  CHECK_THROWS_AS(
+      task->start(m.timer, SystemTimer::kMaxDelay + 1ms, 1ms, PeriodicTask::Mode::fixed_rate),
+      std::invalid_argument);
+  CHECK_FALSE(task->is_pending());
+  CHECK(task->run_count() == 0);
+}
+
+TEST_CASE(
+    "periodic_task.hpp: start() with an initial delay of Nanos::max() throws "
+    "std::invalid_argument, as add() does, and runs nothing" *
+    doctest::skip(true)) {
+  // FAILS: start() computes now + initial_delay without a check: it overflows (undefined
+  // behaviour; in practice a negative deadline) and the first run happens at once.
+  ManualTimer m;
+  m.advance(1ms);  // any clock but 0
+  auto task = purgatory::make_periodic([] {});
+  CHECK_THROWS_AS(task->start(m.timer, Nanos::max(), 1ms, PeriodicTask::Mode::fixed_rate),
+                  std::invalid_argument);
+  CHECK(task->run_count() == 0);
+  task->cancel();
+}
+
+TEST_CASE(
+    "periodic_task.hpp: start() with a period above kMaxDelay throws std::invalid_argument, as "
+    "add() does for that delay" *
+    doctest::skip(true)) {
+  // FAILS: start() accepts it; the first run happens, then the re-add throws from inside run()
+  // (reported to on_task_error) and the schedule ends silently.
+  ManualTimer m;
+  auto task = purgatory::make_periodic([] {});
+  CHECK_THROWS_AS(
+      task->start(m.timer, 1ms, SystemTimer::kMaxDelay + 1ms, PeriodicTask::Mode::fixed_rate),
+      std::invalid_argument);
+  task->cancel();
+}
+
+TEST_CASE(
+    "periodic_task.hpp: start() of a scheduled task restarts it with the new schedule; start() "
+    "after cancel() starts it again") {
+  ManualTimer m;
+  std::vector<Nanos> at;
+  auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
+  task->start(m.timer, 100ms, 100ms, PeriodicTask::Mode::fixed_rate);
+  task->start(m.timer, 5ms, 5ms, PeriodicTask::Mode::fixed_rate);  // restart
+  run_until(m, 12ms);
+  CHECK(at == std::vector<Nanos>{5ms, 10ms});
+  CHECK(task->cancel());
+  run_until(m, 30ms);
+  CHECK(at.size() == 2);
+  task->start(m.timer, 1ms, 7ms, PeriodicTask::Mode::fixed_delay);
+  run_until(m, 40ms);
+  CHECK(at == std::vector<Nanos>{5ms, 10ms, 31ms, 38ms});
+  task->cancel();
+}
+
+TEST_CASE("periodic_task.hpp: an initial delay <= 0 runs the first run at once") {
+  ManualTimer m;  // inline executor: "at once" is inside start()
+  auto task = purgatory::make_periodic([] {});
+  task->start(m.timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  CHECK(task->run_count() == 1);
+  auto negative = purgatory::make_periodic([] {});
+  negative->start(m.timer, -3ms, 10ms, PeriodicTask::Mode::fixed_delay);
+  CHECK(negative->run_count() == 1);
+  run_until(m, 10ms);
+  CHECK(task->run_count() == 2);
+  CHECK(negative->run_count() == 2);
+  task->cancel();
+  negative->cancel();
+}
+
+TEST_CASE(
+    "periodic_task.hpp: run_count() counts the runs so far; an exception from run_once() is "
+    "reported by the timer and the schedule goes on") {
+  ManualClock clock;
+  std::atomic<int> reported{0};
+  SystemTimer timer(
+      TimerOptions{.clock = &clock,
+                   .executor = std::make_shared<purgatory::InlineExecutor>(),
+                   .driver = TimerOptions::Driver::external,
+                   .on_task_error = [&](const purgatory::TimerTask&, std::exception_ptr) {
+                     reported.fetch_add(1);
+                   }});
+  int calls = 0;
+  auto task = purgatory::make_periodic([&] {
+    if (++calls % 2 == 1) throw std::runtime_error("odd run");
+  });
+  task->start(timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate);
+  for (int i = 0; i < 6; ++i) {
+    clock.advance(1ms);
+    timer.advance_clock(Nanos::zero());
+  }
+  CHECK(calls == 6);
+  CHECK(task->run_count() == 6);
+  CHECK(reported.load() == 3);
+  task->cancel();
+}

@@ -1,0 +1,344 @@
+// Contract tests for purgatory/timer/system_timer.hpp, second part: close(), drain() and the
+// destructor (the README's "exactly one outcome per schedule" with close() included).
+#include "purgatory/timer/system_timer.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "purgatory/timer/periodic_task.hpp"
+#include "race_schedule.hpp"
+#include "timer_contract_support.hpp"
+
+using namespace std::chrono_literals;
+using purgatory::ManualClock;
+using purgatory::Nanos;
+using purgatory::PeriodicTask;
+using purgatory::SystemTimer;
+using purgatory::TaskRef;
+using purgatory::TimerOptions;
+using purgatory::TimerRejected;
+using purgatory::TimerTask;
+using purgatory::contract::Signal;
+using purgatory::test::CountingTask;
+using purgatory::test::ManualTimer;
+using purgatory::test::RaceSchedule;
+
+namespace {
+
+// Names of this process's threads (Linux keeps 15 characters).
+std::multiset<std::string> thread_names() {
+  std::multiset<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.insert(name);
+  }
+  return names;
+}
+
+std::optional<TimerRejected::Reason> add_refused(SystemTimer& timer) {
+  auto probe = purgatory::make_task<CountingTask>();
+  try {
+    timer.add(probe, 1h);
+  } catch (const TimerRejected& e) {
+    return e.reason();
+  }
+  probe->cancel();
+  return std::nullopt;
+}
+
+// Moves a ManualClock 1 ms every 100 us of real time until stopped (drain() needs time to pass).
+struct ClockMover {
+  explicit ClockMover(ManualClock& clock)
+      : thread([this, &clock] {
+          while (!stop.load()) {
+            std::this_thread::sleep_for(100us);
+            clock.advance(1ms);
+          }
+        }) {}
+  ~ClockMover() {
+    stop = true;
+    thread.join();
+  }
+  std::atomic<bool> stop{false};
+  std::thread thread;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "system_timer.hpp: close() hands back every scheduled task (none runs, none is pending), "
+    "refuses adds with Reason::closed, and later calls return an empty vector") {
+  ManualTimer m;
+  std::set<const TimerTask*> added;
+  std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+  for (int i = 0; i < 10; ++i) {
+    tasks.push_back(purgatory::make_task<CountingTask>());
+    m.timer.add(tasks.back(), std::chrono::milliseconds(1 + i * 40));  // several levels
+    added.insert(tasks.back().get());
+  }
+  const auto handed_back = m.timer.close();
+  std::set<const TimerTask*> back;
+  for (const auto& t : handed_back)
+    back.insert(t.get());
+  CHECK(back == added);
+  CHECK(m.timer.is_closed());
+  CHECK(m.timer.size() == 0);
+  m.clock.advance(1s);
+  CHECK_FALSE(m.timer.advance_clock(Nanos::zero()));
+  for (const auto& t : tasks) {
+    CHECK(t->runs == 0);
+    CHECK_FALSE(t->is_pending());
+    CHECK_FALSE(t->cancel());
+  }
+  CHECK(m.timer.close().empty());
+  CHECK(add_refused(m.timer) == TimerRejected::Reason::closed);
+  try {
+    m.timer.add_at(tasks[0], 1h);
+    FAIL("add_at() after close() must throw");
+  } catch (const TimerRejected& e) {
+    CHECK(e.reason() == TimerRejected::Reason::closed);
+    CHECK(std::string(e.what()).find("close()") != std::string::npos);
+  }
+}
+
+TEST_CASE("system_timer.hpp: close() stops the reaper thread and the timer's own executor") {
+  auto count = [](const std::string& name) { return thread_names().count(name); };
+  SystemTimer timer(TimerOptions{.name = "stopme"});
+  CHECK(count("reaper-stopme") == 1);
+  CHECK(count("exec-stopme") == 1);
+  timer.close();
+  CHECK(count("reaper-stopme") == 0);
+  CHECK(count("exec-stopme") == 0);
+}
+
+TEST_CASE(
+    "system_timer.hpp: close() lets the timer's own executor finish the tasks that already "
+    "expired: they have run when close() returns") {
+  ManualClock clock;
+  SystemTimer timer(TimerOptions{.name = "finish", .clock = &clock});  // reaper + own executor
+  Signal in_first;
+  Signal release;
+  Signal close_returned;
+  std::atomic<int> ran{0};
+  timer.add(purgatory::make_task([&] {
+              in_first.set();
+              CHECK(release.wait());
+              // A close() that does not wait for the executor returns now; give it the chance
+              // before the other five run (a close() that waits costs these 200 ms).
+              (void)close_returned.wait(200ms);
+              ran.fetch_add(1);
+            }),
+            1ms);
+  for (int i = 0; i < 5; ++i)
+    timer.add(purgatory::make_task([&] { ran.fetch_add(1); }), 1ms);
+  clock.advance(1ms);
+  REQUIRE(in_first.wait());  // the executor is busy with the first; five more expired behind it
+  RaceSchedule schedule(
+      {.seed = RaceSchedule::seed(0),
+       .pause_probability = 0.0,
+       .actions = {{"SystemTimer::close: closed, unlocked", [&] { release.set(); }}}});
+  const auto handed_back = timer.close();
+  const int ran_at_return = ran.load();
+  close_returned.set();
+  CHECK(handed_back.empty());
+  CHECK(ran_at_return == 6);
+  CHECK(schedule.hits("SystemTimer::close") == 1);
+}
+
+TEST_CASE(
+    "system_timer.hpp: exactly one outcome per task (README): it runs, cancel() returned true, or "
+    "close() handed it back; nothing runs after close() returned (real clock, seeded schedule, 10 "
+    "rounds)") {
+  std::uint64_t hits = 0;
+  for (std::uint64_t round = 0; round < 10; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(round);
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    SystemTimer timer(TimerOptions{.name = "outcomes"});  // reaper + own executor
+    RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 100us});
+    constexpr int kTasks = 150;
+    std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+    for (int i = 0; i < kTasks; ++i) {
+      tasks.push_back(purgatory::make_task<CountingTask>());
+      timer.add(tasks.back(), Nanos{static_cast<long>(rng() % 12'000'000)});
+    }
+    std::vector<int> cancelled(kTasks, 0);
+    std::thread canceller([&, r = rng()] {
+      std::mt19937_64 local(r);
+      for (int i = 0; i < kTasks; ++i) {
+        const auto k = static_cast<std::size_t>(local() % kTasks);
+        if (tasks[k]->cancel()) ++cancelled[k];
+        if (local() % 8 == 0) std::this_thread::sleep_for(100us);
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 10'000));
+    const auto handed_back = timer.close();
+    int runs_at_close = 0;
+    for (const auto& t : tasks)
+      runs_at_close += t->runs.load();
+    canceller.join();
+    std::set<const TimerTask*> back;
+    for (const auto& t : handed_back)
+      back.insert(t.get());
+    int runs_after = 0;
+    for (int i = 0; i < kTasks; ++i) {
+      const int back_count = back.count(tasks[i].get()) != 0 ? 1 : 0;
+      CHECK(tasks[i]->runs.load() + cancelled[i] + back_count == 1);
+      runs_after += tasks[i]->runs.load();
+    }
+    CHECK(runs_after == runs_at_close);
+    hits += schedule.hits("SystemTimer::advance") + schedule.hits("TimerTask::cancel");
+  }
+  CHECK(hits > 0);
+}
+
+TEST_CASE(
+    "system_timer.hpp: the destructor closes the timer and drops the handed-back tasks: none "
+    "runs, each is released") {
+  std::atomic<bool> dropped{false};
+  struct Tracked : TimerTask {
+    explicit Tracked(std::atomic<bool>& d) : destroyed(d) {}
+    ~Tracked() override { destroyed = true; }
+    void run() override { FAIL("a task pending at destruction must not run"); }
+    std::atomic<bool>& destroyed;
+  };
+  auto kept = purgatory::make_task<CountingTask>();
+  {
+    ManualTimer m;
+    m.timer.add(purgatory::make_task<Tracked>(dropped), 5ms);  // fire and forget
+    m.timer.add(kept, 5ms);
+    CHECK(kept->use_count() == 2);
+  }
+  CHECK(dropped.load());
+  CHECK(kept->use_count() == 1);
+  CHECK_FALSE(kept->is_pending());
+  CHECK(kept->runs == 0);
+}
+
+TEST_CASE(
+    "system_timer.hpp: drain() refuses adds with Reason::draining, cancels periodic tasks, waits "
+    "until every pending task has run, then closes; nothing is handed back") {
+  ManualClock clock;
+  SystemTimer timer(TimerOptions{.name = "drain",
+                                 .clock = &clock,
+                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
+                                 .driver = TimerOptions::Driver::external});
+  auto beat = purgatory::make_periodic([] {});
+  beat->start(timer, 1ms, 2ms, PeriodicTask::Mode::fixed_rate);
+  for (int i = 0; i < 6; ++i) {
+    clock.advance(1ms);
+    timer.advance_clock(Nanos::zero());
+  }
+  REQUIRE(beat->run_count() == 3);
+  std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+  for (int i = 0; i < 30; ++i) {
+    tasks.push_back(purgatory::make_task<CountingTask>());
+    timer.add(tasks.back(), std::chrono::milliseconds(1 + i));
+  }
+  std::optional<TimerRejected::Reason> refused;
+  timer.add(purgatory::make_task([&] { refused = add_refused(timer); }), 10ms);
+  std::vector<TaskRef> handed_back;
+  {
+    const ClockMover mover(clock);  // drain() advances the timer itself; time must pass
+    handed_back = timer.drain();
+  }
+  CHECK(handed_back.empty());
+  for (const auto& t : tasks)
+    CHECK(t->runs == 1);
+  CHECK(refused == TimerRejected::Reason::draining);
+  CHECK(beat->run_count() == 3);  // cancelled: no run during the drain
+  CHECK_FALSE(beat->is_pending());
+  CHECK(timer.is_closed());
+  CHECK(add_refused(timer) == TimerRejected::Reason::closed);
+}
+
+TEST_CASE(
+    "system_timer.hpp: drain(max_wait) returns the tasks not due when the wait ended: they never "
+    "run and are no longer pending") {
+  ManualClock clock;
+  SystemTimer timer(TimerOptions{.clock = &clock,
+                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
+                                 .driver = TimerOptions::Driver::external});
+  auto soon = purgatory::make_task<CountingTask>();
+  auto late = purgatory::make_task<CountingTask>();
+  timer.add(soon, 5ms);
+  timer.add(late, 1h);
+  std::vector<TaskRef> handed_back;
+  {
+    const ClockMover mover(clock);
+    handed_back = timer.drain(10ms);
+  }
+  CHECK(soon->runs == 1);
+  REQUIRE(handed_back.size() == 1);
+  CHECK(handed_back[0].get() == late.get());
+  CHECK_FALSE(late->is_pending());
+  clock.advance(2h);
+  timer.advance_clock(Nanos::zero());
+  CHECK(late->runs == 0);
+}
+
+TEST_CASE(
+    "system_timer.hpp: drain() works with any driver: with the reaper on the real clock it "
+    "returns once the last task ran") {
+  SystemTimer timer(TimerOptions{.name = "drain-real"});
+  std::atomic<int> ran{0};
+  for (const auto d : {0ms, 5ms, 10ms, 20ms})
+    timer.add(purgatory::make_task([&] { ran.fetch_add(1); }), d);
+  const auto started = std::chrono::steady_clock::now();
+  const auto handed_back = timer.drain(10s);
+  CHECK(handed_back.empty());
+  CHECK(ran.load() == 4);
+  CHECK(std::chrono::steady_clock::now() - started >= 19ms);
+}
+
+TEST_CASE(
+    "system_timer.hpp: drain() stops a periodic task whose run is in progress: no run after "
+    "drain() returned") {
+  ManualClock clock;
+  SystemTimer timer(TimerOptions{.name = "drain-periodic",
+                                 .clock = &clock,
+                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
+                                 .driver = TimerOptions::Driver::external});
+  auto beat = purgatory::make_periodic([] {});
+  std::thread drainer;
+  std::vector<TaskRef> handed_back{purgatory::make_task<CountingTask>()};
+  bool first = true;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"PeriodicTask::run: started, before run_once", [&] {
+                                        if (!std::exchange(first, false)) return;
+                                        // The first run is under way: drain() starts on another
+                                        // thread. With nothing in the wheel it closes the timer at
+                                        // once; wait for that.
+                                        drainer = std::thread([&] { handed_back = timer.drain(); });
+                                        const auto give_up = std::chrono::steady_clock::now() + 20s;
+                                        while (!timer.is_closed() &&
+                                               std::chrono::steady_clock::now() < give_up)
+                                          std::this_thread::yield();
+                                        CHECK(timer.is_closed());
+                                      }}}});
+  beat->start(timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate);
+  clock.advance(1ms);
+  timer.advance_clock(Nanos::zero());  // the first run, during which drain() begins
+  drainer.join();
+  CHECK(handed_back.empty());
+  CHECK(beat->run_count() == 1);
+  for (int i = 0; i < 5; ++i) {
+    clock.advance(1ms);
+    timer.advance_clock(Nanos::zero());
+  }
+  CHECK(beat->run_count() == 1);
+  CHECK_FALSE(beat->is_pending());
+}

@@ -1,0 +1,200 @@
+// Helpers for the timer contract suite: executors a test can see into, thread names, a watchdog
+// for tests whose failure would be a deadlock, and an allocation counter.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../timer/timer_test_support.hpp"
+#include "../contract_support.hpp"
+#include "purgatory/timer/executor.hpp"
+
+// ThreadSanitizer (clang's __has_feature, g++'s __SANITIZE_THREAD__).
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PURGATORY_TEST_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(PURGATORY_TEST_TSAN)
+#define PURGATORY_TEST_TSAN 1
+#endif
+#if !defined(PURGATORY_TEST_TSAN)
+#define PURGATORY_TEST_TSAN 0
+#endif
+
+namespace purgatory::contract {
+
+// Keeps every batch it is given; the test runs (or drops) them when it wants: the window
+// "expired, not yet started" held open as long as needed. Thread-safe.
+class StashExecutor final : public Executor {
+ public:
+  void execute(ExpiredBatch& batch) override {
+    const std::lock_guard<std::mutex> lock(mu_);
+    sizes_.push_back(batch.size());
+    batches_.push_back(std::move(batch));
+    batch = ExpiredBatch();
+  }
+  // Runs every batch held, in the order given, on the calling thread.
+  void run_all() {
+    for (;;) {
+      ExpiredBatch batch;
+      {
+        const std::lock_guard<std::mutex> lock(mu_);
+        if (batches_.empty()) return;
+        batch = std::move(batches_.front());
+        batches_.pop_front();
+      }
+      batch.run_all();
+    }
+  }
+  // Destroys every batch held without running it.
+  void drop_all() {
+    std::deque<ExpiredBatch> dropped;
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      dropped.swap(batches_);
+    }
+  }
+  [[nodiscard]] std::size_t held() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return batches_.size();
+  }
+  // Sizes of every batch given so far.
+  [[nodiscard]] std::vector<std::size_t> sizes() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return sizes_;
+  }
+  [[nodiscard]] int shutdowns() const { return shutdowns_.load(); }
+  void shutdown() override { shutdowns_.fetch_add(1); }
+
+ private:
+  std::mutex mu_;
+  std::deque<ExpiredBatch> batches_;  // guarded by mu_
+  std::vector<std::size_t> sizes_;    // guarded by mu_
+  std::atomic<int> shutdowns_{0};
+};
+
+// `threads` workers sharing one FIFO queue: batches may run concurrently, as on any thread pool.
+class PoolExecutor final : public Executor {
+ public:
+  explicit PoolExecutor(int threads) {
+    for (int i = 0; i < threads; ++i)
+      workers_.emplace_back([this] { work(); });
+  }
+  ~PoolExecutor() override { shutdown(); }
+  PoolExecutor(const PoolExecutor&) = delete;
+  PoolExecutor& operator=(const PoolExecutor&) = delete;
+
+  void execute(ExpiredBatch& batch) override {
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      if (!stopping_) {
+        queue_.push_back(std::move(batch));
+        batch = ExpiredBatch();
+      }
+    }
+    if (!batch.empty()) {
+      batch.run_all();  // stopped: nothing may be lost
+      return;
+    }
+    cv_.notify_one();
+  }
+  void shutdown() override {
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : workers_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  void work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      ExpiredBatch batch = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      batch.run_all();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<ExpiredBatch> queue_;  // guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
+  std::vector<std::thread> workers_;
+};
+
+// The calling thread's name (Linux keeps 15 characters).
+inline std::string thread_name() {
+  char name[32] = {};
+  pthread_getname_np(pthread_self(), name, sizeof(name));
+  return name;
+}
+
+// Aborts the process, naming the test, if not disarmed within `limit`: a test whose failure mode
+// is a deadlock fails in seconds instead of at CTest's timeout.
+class Watchdog {
+ public:
+  explicit Watchdog(const char* what, std::chrono::seconds limit = std::chrono::seconds(60))
+      : thread_([this, what, limit] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
+            std::fprintf(stderr, "watchdog: '%s' still blocked after %lld s (deadlock?)\n", what,
+                         static_cast<long long>(limit.count()));
+            std::abort();
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// Counts operator new calls made by the calling thread while an instance lives (the suite
+// replaces the global operator new; see allocation_counter.cpp). Not available under
+// ThreadSanitizer: tests check available() and say so.
+class CountAllocations {
+ public:
+  static constexpr bool available() { return !PURGATORY_TEST_TSAN; }
+  CountAllocations();
+  ~CountAllocations();
+  CountAllocations(const CountAllocations&) = delete;
+  CountAllocations& operator=(const CountAllocations&) = delete;
+  [[nodiscard]] std::uint64_t count() const;
+
+ private:
+  std::uint64_t start_;
+};
+
+}  // namespace purgatory::contract

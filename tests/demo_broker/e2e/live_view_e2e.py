@@ -1,0 +1,357 @@
+#!/usr/bin/python3
+"""End-to-end test of demo_broker's live view (--ui) in a real browser.
+
+Starts `demo_broker --listen 127.0.0.1:0 --ui 127.0.0.1:0`, validates GET /api/state against the
+shape documented in docs/live-view.md, parks a long-poll fetch through kcat, and loads the page
+in headless Debian chromium (--dump-dom after the page has polled): the rendered page must show
+the fetch waiting on its key and the timing wheel holding its timeout. Then kcat produces, the
+consumer gets the record early, and the page must show "fetch on live-0 completed early"; a
+short kcat fetch on an empty partition must show as expired. The page's controls answer 400
+naming a bad field, a long-poll fetch and a produce started from them complete early, and the
+demo button plays the scenarios (once at a time).
+With --rss, 1500 polls of /api/state must not grow the broker's memory. Stops the broker by its
+PID and requires a clean exit.
+
+    /usr/bin/python3 live_view_e2e.py --broker build/.../demo_broker [--rss] [--screenshot F]
+"""
+import argparse
+import html.parser
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from broker_e2e import (  # noqa: E402
+    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, kcat, run_case)
+
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_TIMEOUT_S = 90
+
+# The documented shape of GET /api/state (docs/live-view.md). A dict is an object with exactly
+# these keys; [x] an array of x; a tuple a choice of types; float accepts int.
+NUM = (int, float)
+OPERATION = {"age_ms": NUM, "remaining_ms": NUM, "timeout_ms": NUM, "key_count": int}
+KEY = {"key": str, "topic": str, "partition": int, "waiting": int, "operations": [OPERATION]}
+BUCKET = {"le": (int, str), "count": int}
+PURGATORY = {
+    "name": str, "waiting": int, "watched": int, "completed_total": int, "expired_total": int,
+    "shut_down_total": int, "cancelled_total": int,
+    "wait_ms": {"count": int, "p50": NUM, "p99": NUM, "max": NUM, "buckets": [BUCKET]},
+    "keys_total": int, "keys": [KEY]}
+LEVEL = {"tick_ms": NUM, "interval_ms": NUM, "tasks": int, "current_time_offset_ms": NUM,
+         "buckets": [int], "ahead": int}
+STATE = {
+    "version": int, "uptime_ms": NUM,
+    "broker": {"kafka_port": int, "node_id": int, "connections_open": int, "requests": int,
+               "demo_running": bool, "replication_delays_ms": [int]},
+    "purgatories": [PURGATORY],
+    "timer": {"tasks": int, "wheel_size": int, "wheel_time_lag_ms": NUM,
+              "next_expiration_in_ms": (NUM, type(None)), "levels": [LEVEL]},
+    "partitions_total": int,
+    "partitions": [{"key": str, "topic": str, "partition": int, "log_start": int, "log_end": int,
+                    "high_watermark": int, "follower_offsets": [int]}],
+    "last_outcome_seq": int,
+    "outcomes": [{"seq": int, "at_ms": NUM, "purgatory": str, "key": str, "outcome": str,
+                  "waited_ms": NUM, "why": str, "text": str}]}
+
+
+def validate(value, shape, path="state"):
+    if isinstance(shape, dict):
+        check(isinstance(value, dict), f"{path} is an object")
+        check(set(value) == set(shape),
+              f"{path} has exactly the documented keys (extra {set(value) - set(shape)}, "
+              f"missing {set(shape) - set(value)})")
+        for k, s in shape.items():
+            validate(value[k], s, f"{path}.{k}")
+    elif isinstance(shape, list):
+        check(isinstance(value, list), f"{path} is an array")
+        for i, v in enumerate(value):
+            validate(v, shape[0], f"{path}[{i}]")
+    else:
+        types = shape if isinstance(shape, tuple) else (shape,)
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+        if not ok:
+            raise Failure(f"{path} = {value!r} is not {types}")
+
+
+def check_semantics(s):
+    """What the page relies on beyond types."""
+    check(s["version"] == 1, "version 1")
+    names = [p["name"] for p in s["purgatories"]]
+    check(names == ["fetch", "produce"], f"the purgatories are fetch and produce ({names})")
+    for p in s["purgatories"]:
+        check(p["keys_total"] >= len(p["keys"]), f"{p['name']}: keys_total >= keys listed")
+        check(sum(b["count"] for b in p["wait_ms"]["buckets"]) == p["wait_ms"]["count"],
+              f"{p['name']}: the wait histogram's buckets add up to its count")
+        check(p["wait_ms"]["buckets"][-1]["le"] == "+Inf", f"{p['name']}: last bucket is +Inf")
+        for k in p["keys"]:
+            check(1 <= k["waiting"] and len(k["operations"]) <= k["waiting"],
+                  f"{p['name']} {k['key']}: 0 < listed <= waiting")
+    t = s["timer"]
+    check(t["tasks"] == sum(level["tasks"] for level in t["levels"]),
+          "the timer's levels add up to its tasks")
+    for i, level in enumerate(t["levels"]):
+        check(level["buckets"] == [] or len(level["buckets"]) == t["wheel_size"],
+              f"level {i} lists no bucket or wheel_size of them")
+        check(level["buckets"] == [] or sum(level["buckets"]) + level["ahead"] == level["tasks"],
+              f"level {i}'s buckets and the tasks moved down ahead add up to its tasks")
+
+
+class UiBroker(Broker):
+    """demo_broker with --ui on free loopback ports; log() and stop() are Broker's."""
+
+    def __init__(self, binary, workdir):
+        self.log_path = os.path.join(workdir, "broker.log")
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [binary, "--listen", "127.0.0.1:0", "--ui", "127.0.0.1:0", "--verbose"],
+            stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL)
+        text = ""
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline and text.count("\n") < 2:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if ready:
+                chunk = os.read(fd, 4096).decode()
+                if not chunk:
+                    break
+                text += chunk
+            elif self.proc.poll() is not None:
+                break
+        listen = re.search(r"^listening on 127\.0\.0\.1:(\d+)$", text, re.M)
+        ui = re.search(r"^ui on (http://127\.0\.0\.1:\d+/)$", text, re.M)
+        if not listen or not ui:
+            self.stop()
+            raise Failure(f"the broker did not print both its port and 'ui on ...' (got {text!r})")
+        self.bootstrap = f"127.0.0.1:{listen.group(1)}"
+        self.url = ui.group(1)
+
+
+def get_state(broker, since=0):
+    with urllib.request.urlopen(f"{broker.url}api/state?since={since}",
+                                timeout=CLIENT_TIMEOUT_S) as r:
+        check(r.status == 200, "GET /api/state answered 200")
+        ctype = r.headers.get("Content-Type", "")
+        check(ctype.startswith("application/json"), f"/api/state is JSON ({ctype})")
+        return json.loads(r.read().decode("utf-8"))
+
+
+def post(broker, path, **fields):
+    data = urllib.parse.urlencode(fields).encode()
+    req = urllib.request.Request(broker.url + path, data=data, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=CLIENT_TIMEOUT_S) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def wait_state(broker, what, predicate, timeout=CLIENT_TIMEOUT_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s = get_state(broker)
+        if predicate(s):
+            return s
+        time.sleep(0.05)
+    raise Failure(f"/api/state never showed {what}")
+
+
+def fetch_key(s, key):
+    keys = {k["key"]: k for k in s["purgatories"][0]["keys"]}
+    return keys.get(key)
+
+
+class Dom(html.parser.HTMLParser):
+    """The elements of a dumped DOM that carry data-* attributes, with their text."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.elements, self._stack = [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        element = {"tag": tag, **dict(attrs), "text": "", "parents": [
+            e.get("id") for e in self._stack if e.get("id")]}
+        if tag not in ("br", "input", "meta", "img", "path", "rect"):
+            self._stack.append(element)
+        self.elements.append(element)
+
+    def handle_endtag(self, tag):
+        while self._stack:
+            if self._stack.pop()["tag"] == tag:
+                break
+
+    def handle_data(self, data):
+        for e in self._stack:
+            e["text"] += data
+
+    def find(self, **attrs):
+        return [e for e in self.elements if all(e.get(k) == v for k, v in attrs.items())]
+
+
+def render_page(broker, workdir, polls=2, screenshot=None):
+    """The page as headless chromium renders it once it polled /api/state `polls` times."""
+    profile = tempfile.mkdtemp(prefix="chromium-", dir=workdir)
+    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--disable-extensions", f"--user-data-dir={profile}",
+            "--window-size=1400,1000", f"--virtual-time-budget={1000 + 300 * polls}"]
+    args += [f"--screenshot={screenshot}"] if screenshot else ["--dump-dom"]
+    r = subprocess.run([*args, broker.url], capture_output=True, text=True,
+                       timeout=BROWSER_TIMEOUT_S)
+    check(r.returncode == 0, f"chromium exited 0 (rc {r.returncode}) {r.stderr[-500:]}")
+    shutil.rmtree(profile, ignore_errors=True)
+    if screenshot:
+        return None
+    dom = Dom(r.stdout)
+    body = dom.find(tag="body")
+    check(body and int(body[0].get("data-polls", "0")) >= 1,
+          f"the page polled /api/state (data-polls={body and body[0].get('data-polls')})")
+    return dom
+
+
+def run(broker, workdir, rss, screenshot):
+    # /api/state before anything happened: the documented shape.
+    s = get_state(broker)
+    validate(s, STATE)
+    check_semantics(s)
+
+    # A long-poll fetch through a real client, parked on live-0.
+    m = kcat("-L", "-b", broker.bootstrap, "-t", "live")
+    check(m.returncode == 0, "kcat -L created topic live")
+    consumer = subprocess.Popen(
+        ["kcat", "-C", "-b", broker.bootstrap, "-t", "live", "-p", "0", "-o", "beginning", "-c",
+         "1", "-q", "-u", "-X", "fetch.wait.max.ms=20000", "-X", "fetch.min.bytes=1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        s = wait_state(broker, "a fetch waiting on live-0",
+                       lambda s: (fetch_key(s, "live-0") or {}).get("waiting", 0) >= 1)
+        validate(s, STATE)
+        check_semantics(s)
+        op = fetch_key(s, "live-0")["operations"][0]
+        check(op["timeout_ms"] == 20000 and 0 < op["remaining_ms"] <= 20000,
+              f"its timeout is kcat's fetch.wait.max.ms=20000 ({op})")
+        check(s["timer"]["tasks"] >= 1, "the timer holds its timeout")
+
+        dom = render_page(broker, workdir)
+        groups = [e for e in dom.find(**{"data-key": "live-0"})
+                  if "purgatory-fetch" in e["parents"]]
+        check(groups and int(groups[0]["data-waiting"]) >= 1 and "live-0" in groups[0]["text"],
+              "the rendered page shows a fetch waiting on live-0 in the fetch purgatory")
+        check("left" in groups[0]["text"] and "age" in groups[0]["text"],
+              f"with its age and time left ({groups[0]['text'].strip()!r})")
+        timer = dom.find(id="timer")
+        check(timer and int(timer[0]["data-tasks"]) >= 1, "the page shows the wheel's task count")
+        levels = [e for e in dom.elements if "data-level" in e and e["tag"] == "div"]
+        check(levels and sum(int(e["data-tasks"]) for e in levels) == int(timer[0]["data-tasks"]),
+              f"and its tasks per level ({[(e['data-level'], e['data-tasks']) for e in levels]})")
+        rings = [e for e in dom.elements if e["tag"] == "path" and "data-bucket" in e]
+        check(len(rings) >= 2 * s["timer"]["wheel_size"], f"and the buckets ({len(rings)} drawn)")
+
+        # kcat produces: the fetch completes early.
+        p = kcat("-P", "-b", broker.bootstrap, "-t", "live", "-p", "0", input_text="wake up\n")
+        check(p.returncode == 0, "kcat -P produced one record")
+        out, _ = consumer.communicate(timeout=CLIENT_TIMEOUT_S)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.wait()
+    check(out.strip() == "wake up", "the long-polling consumer got the record")
+
+    # A fetch on an empty partition that expires.
+    kcat("-L", "-b", broker.bootstrap, "-t", "live-quiet")
+    e = kcat("-C", "-b", broker.bootstrap, "-t", "live-quiet", "-p", "0", "-o", "beginning", "-e",
+             "-q", "-X", "fetch.wait.max.ms=300")
+    check(e.returncode == 0 and e.stdout == "", "kcat's fetch on an empty partition expired")
+    s = wait_state(broker, "both outcomes", lambda s: {"completed early", "expired"} <= {
+        o["outcome"] for o in s["outcomes"]})
+    validate(s, STATE)
+    check_semantics(s)
+    early = [o for o in s["outcomes"] if o["key"] == "live-0" and o["outcome"] == "completed early"]
+    check(early and early[0]["waited_ms"] < 19000 and "min_bytes reached" in early[0]["why"],
+          f"/api/state: {early and early[0]['text']}")
+
+    dom = render_page(broker, workdir)
+    shown = dom.find(**{"data-outcome": "completed early", "data-key": "live-0"})
+    check(shown and re.search(r"fetch on live-0 completed early after \d+ ms \(min_bytes reached",
+                              shown[0]["text"]),
+          f"the page shows the early completion ({shown and shown[0]['text']!r})")
+    expired = dom.find(**{"data-outcome": "expired", "data-key": "live-quiet-0"})
+    check(expired and "expired after" in expired[0]["text"],
+          f"and the expiry ({expired and expired[0]['text']!r})")
+    check(not [e for e in dom.find(**{"data-key": "live-0"}) if "purgatory-fetch" in e["parents"]],
+          "and the fetch no longer waits")
+
+    # The controls: bad input named, good input parked and completed through the purgatories.
+    status, text = post(broker, "api/fetch", topic="live", min_bytes="lots")
+    check(status == 400 and "min_bytes" in text, f"a bad min_bytes answers 400 naming it ({text!r})")
+    status, text = post(broker, "api/produce", topic="no spaces", count=1)
+    check(status == 400 and "topic" in text, f"a bad topic answers 400 naming it ({text!r})")
+    status, text = post(broker, "api/replication-delay", follower=9, delay_ms=5)
+    check(status == 400 and "follower" in text, f"a bad follower answers 400 naming it ({text!r})")
+    status, text = post(broker, "api/fetch", topic="live-ui", min_bytes=500, max_wait_ms=30000)
+    check(status == 200, f"the page's long-poll fetch started ({status} {text})")
+    wait_state(broker, "the page's fetch on live-ui-0", lambda s: fetch_key(s, "live-ui-0"))
+    status, text = post(broker, "api/produce", topic="live-ui", count=10, value_bytes=100)
+    check(status == 200, f"the page's produce went in ({status} {text})")
+    s = wait_state(broker, "the page's fetch completing early", lambda s: any(
+        o["key"] == "live-ui-0" and o["outcome"] == "completed early" for o in s["outcomes"]))
+    # The demo button: plays the scenarios against this broker, one run at a time (the broker
+    # is stopped while they play: that must still be a clean exit).
+    status, text = post(broker, "api/demo")
+    check(status == 200, f"the demo button started the scenarios ({status} {text})")
+    status, text = post(broker, "api/demo")
+    check(status == 409 and "already playing" in text, f"a second press answers 409 ({text!r})")
+    s = wait_state(broker, "a demo fetch on early-0", lambda s: fetch_key(s, "early-0"))
+    check(s["broker"]["demo_running"], "/api/state says the demo is playing")
+    check(s["broker"]["replication_delays_ms"][:2] == [100, 400],
+          f"with the demo's followers ({s['broker']['replication_delays_ms']})")
+
+    if rss:
+        for _ in range(300):
+            get_state(broker)
+        before = rss_kib(broker.proc.pid)
+        for i in range(1500):
+            get_state(broker, since=i % 7)
+        after = rss_kib(broker.proc.pid)
+        check(after - before < 2048, f"1500 polls grew RSS by < 2 MiB ({before} -> {after} KiB)")
+    if screenshot:
+        render_page(broker, workdir, screenshot=screenshot)
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--broker", required=True, help="path to the demo_broker binary")
+    parser.add_argument("--rss", action="store_true", help="also check memory stays flat")
+    parser.add_argument("--screenshot", help="also save a screenshot of the page there")
+    args = parser.parse_args()
+    for tool in ("kcat", CHROMIUM):
+        if shutil.which(tool) is None:
+            raise Failure(f"{tool} is not installed (scripts/packages.sh installs it)")
+    with tempfile.TemporaryDirectory(prefix="demo_broker_ui_") as workdir:
+        run_case(UiBroker(args.broker, workdir),
+                 lambda b: run(b, workdir, args.rss, args.screenshot))
+    print("live view e2e: every check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Failure as e:
+        print(f"FAIL {e}", file=sys.stderr)
+        sys.exit(1)

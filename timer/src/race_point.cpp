@@ -1,0 +1,22 @@
+#include "purgatory/timer/detail/race_point.hpp"
+
+#if defined(PURGATORY_RACE_HOOKS)
+
+#include <atomic>
+
+namespace purgatory::detail {
+namespace {
+std::atomic<RacePointHook> g_hook{nullptr};
+}  // namespace
+
+void set_race_point_hook(RacePointHook hook) noexcept {
+  g_hook.store(hook, std::memory_order_release);
+}
+
+void race_point(const char* where) noexcept {
+  if (const RacePointHook hook = g_hook.load(std::memory_order_acquire)) hook(where);
+}
+
+}  // namespace purgatory::detail
+
+#endif

@@ -1,0 +1,33 @@
+// detail::TimerBase, private to the timer's sources: one wheel and the lock guarding it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "purgatory/timer/system_timer.hpp"
+#include "purgatory/timer/timing_wheel.hpp"
+
+namespace purgatory::detail {
+
+// One timer base: a hierarchical wheel and the lock guarding it. A thread adds to its own base
+// (thread_slot.hpp), so two threads adding at once take two locks and touch two sets of cache
+// lines; the alignment keeps two bases off one line.
+struct alignas(64) TimerBase {
+  TimerBase(SystemTimer& o, std::int64_t tick, int wheel_size, std::int64_t start)
+      : owner(&o), wheel(tick, wheel_size, start) {}
+
+  SystemTimer* const owner;
+  std::mutex mu;
+  TimingWheel wheel;        // guarded by mu
+  std::size_t pending = 0;  // guarded by mu (== wheel.size())
+  // Ahead-of-time cascading, per level (index 1 is the first overflow level), guarded by mu: what
+  // is still to do in the current service pass, and for the bucket being drained (due at
+  // ahead_due) when its share was last counted.
+  std::vector<std::size_t> ahead_quota;
+  std::vector<std::int64_t> ahead_due;
+  std::vector<std::int64_t> ahead_last;
+};
+
+}  // namespace purgatory::detail
