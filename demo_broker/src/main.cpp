@@ -192,7 +192,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "demo_broker: a single-node, in-memory Kafka broker (a subset of the wire protocol) whose "
       "waiting Fetch and acks=-1 Produce requests live in purgatories, so you can watch them "
-      "complete early or time out with kcat, kafka-python or confluent-kafka."};
+      "complete early or time out with kcat, kafka-python or confluent-kafka; consumer groups "
+      "rebalance through a join purgatory and expire through a heartbeat purgatory."};
   pb::BrokerConfig config;
   std::string listen = "127.0.0.1:9092";
   int followers = 2;
@@ -238,6 +239,24 @@ int main(int argc, char** argv) {
   app.add_option("--advertised-host", config.advertised_host,
                  "host given to clients in Metadata (default: the listen host, or 127.0.0.1 for "
                  "a wildcard address)");
+  int initial_rebalance_delay_ms = static_cast<int>(config.groups.initial_rebalance_delay.count());
+  int min_session_timeout_ms = static_cast<int>(config.groups.min_session_timeout.count());
+  int max_session_timeout_ms = static_cast<int>(config.groups.max_session_timeout.count());
+  app.add_option("--group-initial-rebalance-delay-ms", initial_rebalance_delay_ms,
+                 "how long an empty consumer group's first join phase waits for more members, "
+                 "and again each time one arrives (Kafka's group.initial.rebalance.delay.ms)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<std::int32_t>::max()));
+  app.add_option("--group-min-session-timeout-ms", min_session_timeout_ms,
+                 "shortest session timeout a consumer may ask for in JoinGroup, else "
+                 "INVALID_SESSION_TIMEOUT (Kafka's group.min.session.timeout.ms)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<std::int32_t>::max()));
+  app.add_option("--group-max-session-timeout-ms", max_session_timeout_ms,
+                 "longest session timeout a consumer may ask for (Kafka's "
+                 "group.max.session.timeout.ms)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<std::int32_t>::max()));
   app.add_option("--port-file", port_file,
                  "also write the bound port to this file once listening (for scripts)");
   app.add_option("--metrics", metrics,
@@ -265,6 +284,14 @@ int main(int argc, char** argv) {
     }
     if (!ui.empty()) parse_endpoint("--ui", ui, config.ui_host, config.ui_port);
     set_followers(followers, delays, config);
+    if (min_session_timeout_ms > max_session_timeout_ms) {
+      throw CLI::ValidationError("--group-min-session-timeout-ms",
+                                 fmt::format("{} is above --group-max-session-timeout-ms {}",
+                                             min_session_timeout_ms, max_session_timeout_ms));
+    }
+    config.groups.initial_rebalance_delay = std::chrono::milliseconds(initial_rebalance_delay_ms);
+    config.groups.min_session_timeout = std::chrono::milliseconds(min_session_timeout_ms);
+    config.groups.max_session_timeout = std::chrono::milliseconds(max_session_timeout_ms);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

@@ -12,8 +12,8 @@ using pb::test::bytes_of;
 using pb::test::concat;
 
 TEST_CASE(
-    "the broker advertises ApiVersions 0..2, Metadata 0..4, Produce 3, Fetch 4, "
-    "ListOffsets 1") {
+    "the broker advertises ApiVersions 0..2, Metadata 0..4, Produce 3, Fetch 4, ListOffsets 1 "
+    "and the group apis from v0 (librdkafka's balanced-consumer feature needs v0 of each)") {
   const std::vector<pb::ApiVersion> table = pb::broker_api_versions();
   const auto find = [&](pb::ApiKey key) {
     const auto it = std::find_if(table.begin(), table.end(),
@@ -21,12 +21,24 @@ TEST_CASE(
     REQUIRE(it != table.end());
     return std::pair<int, int>{it->min_version, it->max_version};
   };
-  CHECK(table.size() == 5);
+  CHECK(table.size() == 14);
   CHECK(find(pb::ApiKey::api_versions) == std::pair{0, 2});
   CHECK(find(pb::ApiKey::metadata) == std::pair{0, 4});
   CHECK(find(pb::ApiKey::produce) == std::pair{3, 3});
   CHECK(find(pb::ApiKey::fetch) == std::pair{4, 4});
   CHECK(find(pb::ApiKey::list_offsets) == std::pair{1, 1});
+  // kafka-python 2.0.2 (api_version 0.11) sends FindCoordinator v0, JoinGroup v2, SyncGroup,
+  // Heartbeat and LeaveGroup v1, OffsetCommit v2, OffsetFetch v1; librdkafka 2.0.2 picks the
+  // highest of each below, none of which is flexible or carries a static member id.
+  CHECK(find(pb::ApiKey::find_coordinator) == std::pair{0, 2});
+  CHECK(find(pb::ApiKey::join_group) == std::pair{0, 4});
+  CHECK(find(pb::ApiKey::sync_group) == std::pair{0, 2});
+  CHECK(find(pb::ApiKey::heartbeat) == std::pair{0, 2});
+  CHECK(find(pb::ApiKey::leave_group) == std::pair{0, 1});
+  CHECK(find(pb::ApiKey::offset_commit) == std::pair{0, 6});
+  CHECK(find(pb::ApiKey::offset_fetch) == std::pair{0, 5});
+  CHECK(find(pb::ApiKey::list_groups) == std::pair{0, 2});
+  CHECK(find(pb::ApiKey::describe_groups) == std::pair{0, 2});
   // Everything advertised can be decoded.
   for (const pb::ApiVersion& v : table) {
     const auto range = pb::codec_versions(v.api_key);

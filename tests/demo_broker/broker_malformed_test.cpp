@@ -78,6 +78,14 @@ std::vector<Case> battery(std::int32_t max_request_bytes) {
                  request(0, 3, {0xFF, 0xFF, 0, 1, 0, 0, 3, 0xE8, 0x00, 0x0F, 0x42, 0x40})});
   out.push_back({"trailing bytes after ApiVersions v0", request(18, 0, {1, 2, 3})});
   out.push_back({"Fetch v4 body cut short", request(1, 4, {0xFF, 0xFF, 0xFF, 0xFF, 0, 0})});
+  // JoinGroup v4: group "g", session 6000, rebalance 6000, member "", type "c", one protocol
+  // "r" whose metadata is null (-1), which Kafka's schema does not allow.
+  out.push_back({"JoinGroup v4 with null protocol metadata",
+                 request(11, 4, {0, 1,   'g', 0, 0, 0x17, 0x70, 0, 0,   0x17, 0x70, 0,    0,   0,
+                                 1, 'c', 0,   0, 0, 1,    0,    1, 'r', 0xFF, 0xFF, 0xFF, 0xFF})});
+  out.push_back({"OffsetCommit v2 with 1000000 topics in 4 bytes",
+                 request(8, 2, {0, 1, 'g', 0, 0, 0, 1, 0,    1,    'm',  0,
+                                0, 0, 0,   0, 0, 0, 0, 0x00, 0x0F, 0x42, 0x40})});
   std::mt19937 rng(20240611);  // fixed seed: the same garbage every run
   pb::Bytes garbage(60);
   for (auto& b : garbage)

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "purgatory/broker/codec.hpp"
+#include "purgatory/broker/consumer_protocol.hpp"
 #include "purgatory/broker/records.hpp"
 
 namespace {
@@ -41,6 +42,67 @@ broker::Bytes small_batch(std::int64_t base_offset, int records) {
          i % 3 == 2 ? std::nullopt : std::optional<std::string>("value-" + std::to_string(i))});
   }
   return broker::build_record_batch(rs, 1'700'000'000'000, base_offset);
+}
+
+// Every consumer-group api at every version the codec speaks, with the fields each version has.
+void write_group_requests(const fs::path& dir, const std::optional<std::string>& client) {
+  const auto name = [](const char* api, std::int16_t v, const char* suffix = "") {
+    return std::string(api) + "_v" + std::to_string(v) + suffix;
+  };
+  const broker::Bytes subscription =
+      broker::encode_subscription({0, {"orders", "payments"}, std::nullopt});
+  const broker::Bytes assignment =
+      broker::encode_assignment({0, {{"orders", {0, 1}}, {"payments", {2}}}, std::nullopt});
+  for (std::int16_t v = 0; v <= 2; ++v) {
+    write_request(
+        dir, name("find_coordinator", v),
+        broker::encode_request(broker::FindCoordinatorRequest{"orders-group"}, v, 20, client));
+    broker::SyncGroupRequest sync{"orders-group", 3, "rdkafka-m1", {}};
+    sync.assignments = {{"rdkafka-m1", assignment}, {"rdkafka-m2", {}}};
+    write_request(dir, name("sync_group", v), broker::encode_request(sync, v, 21, client));
+    write_request(dir, name("heartbeat", v),
+                  broker::encode_request(broker::HeartbeatRequest{"orders-group", 3, "rdkafka-m1"},
+                                         v, 22, client));
+    write_request(dir, name("list_groups", v),
+                  broker::encode_request(broker::ListGroupsRequest{}, v, 23, client));
+    write_request(dir, name("describe_groups", v),
+                  broker::encode_request(broker::DescribeGroupsRequest{{"orders-group", "other"}},
+                                         v, 24, client));
+  }
+  for (std::int16_t v = 0; v <= 1; ++v) {
+    write_request(dir, name("leave_group", v),
+                  broker::encode_request(broker::LeaveGroupRequest{"orders-group", "rdkafka-m1"}, v,
+                                         25, client));
+  }
+  for (std::int16_t v = 0; v <= 4; ++v) {
+    broker::JoinGroupRequest join{
+        "orders-group",       10000,
+        v >= 1 ? 300000 : -1, v == 4 ? "rdkafka-m1" : "",
+        "consumer",           {{"range", subscription}, {"roundrobin", subscription}}};
+    write_request(dir, name("join_group", v), broker::encode_request(join, v, 26, client));
+  }
+  for (std::int16_t v = 0; v <= 6; ++v) {
+    broker::OffsetCommitRequest commit;
+    commit.group_id = "orders-group";
+    if (v >= 1) {
+      commit.generation_id = 3;
+      commit.member_id = "rdkafka-m1";
+    }
+    if (v >= 2 && v <= 4) commit.retention_time_ms = 86400000;
+    broker::OffsetCommitPartition p0{0, 42, v >= 6 ? 5 : -1, v == 1 ? 1'700'000'000'000 : -1,
+                                     std::string("meta")};
+    broker::OffsetCommitPartition p1{1, 7, -1, -1, std::nullopt};
+    commit.topics = {{"orders", {p0, p1}}};
+    write_request(dir, name("offset_commit", v), broker::encode_request(commit, v, 27, client));
+  }
+  for (std::int16_t v = 0; v <= 5; ++v) {
+    broker::OffsetFetchRequest fetch{"orders-group", std::vector<broker::OffsetFetchTopic>{
+                                                         {"orders", {0, 1}}, {"payments", {}}}};
+    write_request(dir, name("offset_fetch", v), broker::encode_request(fetch, v, 28, client));
+  }
+  write_request(dir, "offset_fetch_v2_all",
+                broker::encode_request(broker::OffsetFetchRequest{"orders-group", std::nullopt}, 2,
+                                       29, client));
 }
 
 void write_requests(const fs::path& dir) {
@@ -86,6 +148,8 @@ void write_requests(const fs::path& dir) {
   broker::ListOffsetsRequest list;
   list.topics = {{"orders", {{0, broker::kLatestTimestamp}, {1, broker::kEarliestTimestamp}}}};
   write_request(dir, "list_offsets_v1", broker::encode_request(list, 1, 9, client));
+
+  write_group_requests(dir, client);
 
   // Near-misses the server must answer rather than drop: an unknown api and a version too new
   // (flexible ApiVersions v4, whose header still decodes).

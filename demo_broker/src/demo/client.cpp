@@ -158,6 +158,51 @@ ListOffsetsResponse Client::list_offsets(const ListOffsetsRequest& req, Duration
   return receive<ListOffsetsResponse>(kListOffsetsVersion, timeout).body;
 }
 
+FindCoordinatorResponse Client::find_coordinator(const std::string& group_id, Duration timeout) {
+  send(FindCoordinatorRequest{group_id, kCoordinatorKeyGroup}, kFindCoordinatorVersion);
+  return receive<FindCoordinatorResponse>(kFindCoordinatorVersion, timeout).body;
+}
+
+JoinGroupResponse Client::join_group(const JoinGroupRequest& req, Duration timeout) {
+  send(req, kJoinGroupVersion);
+  return receive<JoinGroupResponse>(kJoinGroupVersion, timeout).body;
+}
+
+SyncGroupResponse Client::sync_group(const SyncGroupRequest& req, Duration timeout) {
+  send(req, kSyncGroupVersion);
+  return receive<SyncGroupResponse>(kSyncGroupVersion, timeout).body;
+}
+
+Errc Client::heartbeat(const HeartbeatRequest& req, Duration timeout) {
+  send(req, kHeartbeatVersion);
+  return receive<HeartbeatResponse>(kHeartbeatVersion, timeout).body.error_code;
+}
+
+Errc Client::leave_group(const LeaveGroupRequest& req, Duration timeout) {
+  send(req, kLeaveGroupVersion);
+  return receive<LeaveGroupResponse>(kLeaveGroupVersion, timeout).body.error_code;
+}
+
+OffsetCommitResponse Client::commit_offsets(const OffsetCommitRequest& req, Duration timeout) {
+  send(req, kOffsetCommitVersion);
+  return receive<OffsetCommitResponse>(kOffsetCommitVersion, timeout).body;
+}
+
+OffsetFetchResponse Client::fetch_offsets(const OffsetFetchRequest& req, Duration timeout) {
+  send(req, kOffsetFetchVersion);
+  return receive<OffsetFetchResponse>(kOffsetFetchVersion, timeout).body;
+}
+
+ListGroupsResponse Client::list_groups(Duration timeout) {
+  send(ListGroupsRequest{}, kListGroupsVersion);
+  return receive<ListGroupsResponse>(kListGroupsVersion, timeout).body;
+}
+
+DescribeGroupsResponse Client::describe_groups(const DescribeGroupsRequest& req, Duration timeout) {
+  send(req, kDescribeGroupsVersion);
+  return receive<DescribeGroupsResponse>(kDescribeGroupsVersion, timeout).body;
+}
+
 ProducePartitionResponse Client::produce_one(const std::string& topic, std::int32_t partition,
                                              std::span<const ProducerRecord> records,
                                              std::int16_t acks, std::int32_t timeout_ms) {

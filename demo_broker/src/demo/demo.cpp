@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "group_scenario.hpp"
 #include "purgatory/broker/broker_runner.hpp"
 #include "purgatory/broker/client.hpp"
 
@@ -208,6 +209,22 @@ void produce_times_out(Client& producer, Client& consumer, const Pace& pace, Tim
           "the timed-out record stayed in the log and became readable once replicated");
 }
 
+// Only in run_demo(): it needs a broker configured with `timing` (BrokerConfig::groups) and 4
+// partitions, which the live view's broker (play_demo_scenarios) was not started with.
+void consumer_group_rebalances(std::uint16_t port, const GroupScenarioTiming& timing, Timeline& t,
+                               Verdicts& v) {
+  t.say(fmt::format(
+      "\n[5] Two consumers share a group: the join purgatory gathers them, the heartbeat "
+      "purgatory expires one (initial delay {} ms, sessions {} ms)",
+      timing.initial_rebalance_delay_ms, timing.session_timeout_ms));
+  t.restart();
+  run_group_scenario(
+      port, timing,
+      ScenarioOutput{[&t](std::string_view who, std::string_view what) { t.at(who, what); },
+                     [&t](std::string_view text) { t.say(text); },
+                     [&v](bool ok, std::string_view what) { v.check(ok, what); }});
+}
+
 // The four scenarios, with a pause between them at a slow pace (so a viewer can follow).
 void play_all(const std::string& host, std::uint16_t port, const Pace& pace, Timeline& timeline,
               Verdicts& verdicts) {
@@ -228,8 +245,8 @@ void play_all(const std::string& host, std::uint16_t port, const Pace& pace, Tim
 }
 
 void print_metrics(const BrokerMetrics& m, Timeline& t) {
-  t.say("\n[5] Purgatory metrics");
-  for (const PurgatoryMetrics* p : {&m.fetch, &m.produce}) {
+  t.say("\n[6] Purgatory metrics");
+  for (const PurgatoryMetrics* p : {&m.fetch, &m.produce, &m.join, &m.heartbeat}) {
     const auto ms = [](Nanos n) { return std::chrono::duration<double, std::milli>(n).count(); };
     t.say(
         fmt::format("  {:<8} waiting now {}, completed {}, expired {}; time in purgatory over "
@@ -246,6 +263,9 @@ Explore further with kcat (Debian package kcat), one terminal each:
   consumer:  kcat -C -b 127.0.0.1:9092 -t demo -X fetch.wait.max.ms=5000 -X fetch.min.bytes=1000
              (a long poll: each fetch waits in the purgatory up to 5 s for 1000 bytes)
   producer:  kcat -P -b 127.0.0.1:9092 -t demo        (type lines; Ctrl-D sends them)
+  group:     restart the broker with --partitions 4, then in two more terminals
+             kcat -b 127.0.0.1:9092 -G g1 demo
+             (each consumer gets 2 partitions; stop one, and after the rebalance the other has 4)
   slow follower: restart the broker with --replication-delay-ms 50,1000, then
              echo hi | kcat -P -b 127.0.0.1:9092 -t demo -X acks=all -X request.timeout.ms=200 -X retries=0
              fails with "Request timed out": the produce waited 200 ms for a 1000 ms follower.
@@ -261,6 +281,11 @@ int run_demo(const DemoOptions& options, std::FILE* out) {
   config.host = "127.0.0.1";
   config.port = 0;
   config.replication_delays = {kFastFollower, kSlowFollower};
+  config.partitions = 4;  // the group scenario splits them; the others use partition 0
+  const GroupScenarioTiming group_timing;
+  config.groups.initial_rebalance_delay =
+      std::chrono::milliseconds(group_timing.initial_rebalance_delay_ms);
+  config.groups.min_session_timeout = std::chrono::milliseconds(group_timing.session_timeout_ms);
   config.verbose = options.verbose;
   config.metrics_host = options.metrics_host;
   config.metrics_port = options.metrics_port;
@@ -278,6 +303,7 @@ int run_demo(const DemoOptions& options, std::FILE* out) {
     }
     Verdicts verdicts(timeline);
     play_all("127.0.0.1", broker.port(), Pace{}, timeline, verdicts);
+    consumer_group_rebalances(broker.port(), group_timing, timeline, verdicts);
     print_metrics(broker.metrics(), timeline);
     broker.stop();
     print_explore(options.program, timeline);

@@ -32,7 +32,8 @@ class Exposition {
   std::string out_;
 };
 
-// Purgatory names are ours ("fetch", "produce"), but escape as the format requires anyway.
+// Purgatory names are ours ("fetch", "produce", "join", "heartbeat"), but escape as the format
+// requires anyway.
 std::string label_value(std::string_view value) {
   std::string out;
   for (const char c : value) {
@@ -63,7 +64,9 @@ constexpr double kWaitBoundsSeconds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.0
 std::string to_prometheus_text(const BrokerMetrics& m) {
   const Named purgatories[] = {
       {fmt::format("purgatory=\"{}\"", label_value(m.fetch.name)), &m.fetch},
-      {fmt::format("purgatory=\"{}\"", label_value(m.produce.name)), &m.produce}};
+      {fmt::format("purgatory=\"{}\"", label_value(m.produce.name)), &m.produce},
+      {fmt::format("purgatory=\"{}\"", label_value(m.join.name)), &m.join},
+      {fmt::format("purgatory=\"{}\"", label_value(m.heartbeat.name)), &m.heartbeat}};
   Exposition e;
   const auto per_purgatory = [&](std::string_view name, std::string_view type,
                                  std::string_view help, auto value_of) {
@@ -110,7 +113,7 @@ std::string to_prometheus_text(const BrokerMetrics& m) {
   }
 
   e.family("purgatory_timer_pending_tasks", "gauge",
-           "Tasks scheduled in the broker's timer (both purgatories' timeouts and the simulated "
+           "Tasks scheduled in the broker's timer (every purgatory's timeouts and the simulated "
            "followers' catch-ups), per timing-wheel level, finest first.");
   for (std::size_t level = 0; level < m.timer_pending_per_level.size(); ++level) {
     e.sample("purgatory_timer_pending_tasks", fmt::format("level=\"{}\"", level),
@@ -131,6 +134,24 @@ std::string to_prometheus_text(const BrokerMetrics& m) {
          "Connections closed for a request that could not be parsed.", m.malformed_requests);
   broker("demo_broker_abandoned_operations_total", "counter",
          "Parked operations whose client disconnected before the answer.", m.abandoned_operations);
+  const GroupCoordinatorStats& g = m.groups;
+  broker("demo_broker_consumer_groups", "gauge", "Consumer groups the coordinator knows now.",
+         g.groups);
+  broker("demo_broker_group_members", "gauge", "Members of all consumer groups now.", g.members);
+  broker("demo_broker_group_rebalances_total", "counter",
+         "Join phases begun (a group entering PreparingRebalance).", g.rebalances);
+  broker("demo_broker_group_generations_total", "counter",
+         "Join phases that ended with members: new generations.", g.generations);
+  broker("demo_broker_group_members_evicted_total", "counter",
+         "Members evicted for not rejoining before their group's join phase ended.",
+         g.members_evicted);
+  broker("demo_broker_group_sessions_expired_total", "counter",
+         "Members removed by the heartbeat purgatory (session or new-member join timeout).",
+         g.sessions_expired);
+  broker("demo_broker_group_members_left_total", "counter", "Members that left (LeaveGroup).",
+         g.members_left);
+  broker("demo_broker_group_offsets_committed_total", "counter",
+         "Partition offsets committed (OffsetCommit).", g.offsets_committed);
   return e.take();
 }
 

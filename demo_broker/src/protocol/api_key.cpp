@@ -14,6 +14,24 @@ std::string api_key_name(ApiKey key) {
       return "ListOffsets";
     case ApiKey::metadata:
       return "Metadata";
+    case ApiKey::offset_commit:
+      return "OffsetCommit";
+    case ApiKey::offset_fetch:
+      return "OffsetFetch";
+    case ApiKey::find_coordinator:
+      return "FindCoordinator";
+    case ApiKey::join_group:
+      return "JoinGroup";
+    case ApiKey::heartbeat:
+      return "Heartbeat";
+    case ApiKey::leave_group:
+      return "LeaveGroup";
+    case ApiKey::sync_group:
+      return "SyncGroup";
+    case ApiKey::describe_groups:
+      return "DescribeGroups";
+    case ApiKey::list_groups:
+      return "ListGroups";
     case ApiKey::api_versions:
       return "ApiVersions";
   }
@@ -30,6 +48,24 @@ std::optional<VersionRange> codec_versions(ApiKey key) noexcept {
       return VersionRange{1, 1};
     case ApiKey::metadata:
       return VersionRange{0, 4};
+    case ApiKey::offset_commit:
+      return VersionRange{0, 6};
+    case ApiKey::offset_fetch:
+      return VersionRange{0, 5};
+    case ApiKey::find_coordinator:
+      return VersionRange{0, 2};
+    case ApiKey::join_group:
+      return VersionRange{0, 4};
+    case ApiKey::heartbeat:
+      return VersionRange{0, 2};
+    case ApiKey::leave_group:
+      return VersionRange{0, 1};
+    case ApiKey::sync_group:
+      return VersionRange{0, 2};
+    case ApiKey::describe_groups:
+      return VersionRange{0, 2};
+    case ApiKey::list_groups:
+      return VersionRange{0, 2};
     case ApiKey::api_versions:
       return VersionRange{0, 3};
   }

@@ -25,8 +25,13 @@ void write_api_version(Writer& w, const ApiVersion& v) {
 
 std::vector<ApiVersion> broker_api_versions() {
   return {
-      {ApiKey::produce, 3, 3},  {ApiKey::fetch, 4, 4},        {ApiKey::list_offsets, 1, 1},
-      {ApiKey::metadata, 0, 4}, {ApiKey::api_versions, 0, 2},
+      {ApiKey::produce, 3, 3},          {ApiKey::fetch, 4, 4},
+      {ApiKey::list_offsets, 1, 1},     {ApiKey::metadata, 0, 4},
+      {ApiKey::offset_commit, 0, 6},    {ApiKey::offset_fetch, 0, 5},
+      {ApiKey::find_coordinator, 0, 2}, {ApiKey::join_group, 0, 4},
+      {ApiKey::heartbeat, 0, 2},        {ApiKey::leave_group, 0, 1},
+      {ApiKey::sync_group, 0, 2},       {ApiKey::describe_groups, 0, 2},
+      {ApiKey::list_groups, 0, 2},      {ApiKey::api_versions, 0, 2},
   };
 }
 

@@ -64,6 +64,104 @@ struct Traits<ListOffsetsResponse> {
   }
 };
 
+template <>
+struct Traits<FindCoordinatorRequest> {
+  static constexpr ApiKey kKey = ApiKey::find_coordinator;
+};
+template <>
+struct Traits<FindCoordinatorResponse> {
+  static constexpr ApiKey kKey = ApiKey::find_coordinator;
+  static FindCoordinatorResponse read(Reader& r, std::int16_t v) {
+    return read_find_coordinator_response(r, v);
+  }
+};
+template <>
+struct Traits<JoinGroupRequest> {
+  static constexpr ApiKey kKey = ApiKey::join_group;
+};
+template <>
+struct Traits<JoinGroupResponse> {
+  static constexpr ApiKey kKey = ApiKey::join_group;
+  static JoinGroupResponse read(Reader& r, std::int16_t v) {
+    return read_join_group_response(r, v);
+  }
+};
+template <>
+struct Traits<SyncGroupRequest> {
+  static constexpr ApiKey kKey = ApiKey::sync_group;
+};
+template <>
+struct Traits<SyncGroupResponse> {
+  static constexpr ApiKey kKey = ApiKey::sync_group;
+  static SyncGroupResponse read(Reader& r, std::int16_t v) {
+    return read_sync_group_response(r, v);
+  }
+};
+template <>
+struct Traits<HeartbeatRequest> {
+  static constexpr ApiKey kKey = ApiKey::heartbeat;
+};
+template <>
+struct Traits<HeartbeatResponse> {
+  static constexpr ApiKey kKey = ApiKey::heartbeat;
+  static HeartbeatResponse read(Reader& r, std::int16_t v) { return read_heartbeat_response(r, v); }
+};
+template <>
+struct Traits<LeaveGroupRequest> {
+  static constexpr ApiKey kKey = ApiKey::leave_group;
+};
+template <>
+struct Traits<LeaveGroupResponse> {
+  static constexpr ApiKey kKey = ApiKey::leave_group;
+  static LeaveGroupResponse read(Reader& r, std::int16_t v) {
+    return read_leave_group_response(r, v);
+  }
+};
+template <>
+struct Traits<OffsetCommitRequest> {
+  static constexpr ApiKey kKey = ApiKey::offset_commit;
+};
+template <>
+struct Traits<OffsetCommitResponse> {
+  static constexpr ApiKey kKey = ApiKey::offset_commit;
+  static OffsetCommitResponse read(Reader& r, std::int16_t v) {
+    return read_offset_commit_response(r, v);
+  }
+};
+template <>
+struct Traits<OffsetFetchRequest> {
+  static constexpr ApiKey kKey = ApiKey::offset_fetch;
+};
+template <>
+struct Traits<OffsetFetchResponse> {
+  static constexpr ApiKey kKey = ApiKey::offset_fetch;
+  static OffsetFetchResponse read(Reader& r, std::int16_t v) {
+    return read_offset_fetch_response(r, v);
+  }
+};
+template <>
+struct Traits<ListGroupsRequest> {
+  static constexpr ApiKey kKey = ApiKey::list_groups;
+};
+template <>
+struct Traits<ListGroupsResponse> {
+  static constexpr ApiKey kKey = ApiKey::list_groups;
+  static ListGroupsResponse read(Reader& r, std::int16_t v) {
+    return read_list_groups_response(r, v);
+  }
+};
+template <>
+struct Traits<DescribeGroupsRequest> {
+  static constexpr ApiKey kKey = ApiKey::describe_groups;
+};
+template <>
+struct Traits<DescribeGroupsResponse> {
+  static constexpr ApiKey kKey = ApiKey::describe_groups;
+  static DescribeGroupsResponse read(Reader& r, std::int16_t v) {
+    return read_describe_groups_response(r, v);
+  }
+};
+
 // Encoders are called by our own code: a version outside the codec is a caller bug.
 void require_encodable(ApiKey key, std::int16_t version, const char* what) {
   const std::optional<VersionRange> range = codec_versions(key);
@@ -124,6 +222,24 @@ RequestBody decode_request_body(const RequestHeader& header, Reader& r) {
         return read_metadata_request(r, v);
       case ApiKey::api_versions:
         return read_api_versions_request(r, v);
+      case ApiKey::find_coordinator:
+        return read_find_coordinator_request(r, v);
+      case ApiKey::join_group:
+        return read_join_group_request(r, v);
+      case ApiKey::sync_group:
+        return read_sync_group_request(r, v);
+      case ApiKey::heartbeat:
+        return read_heartbeat_request(r, v);
+      case ApiKey::leave_group:
+        return read_leave_group_request(r, v);
+      case ApiKey::offset_commit:
+        return read_offset_commit_request(r, v);
+      case ApiKey::offset_fetch:
+        return read_offset_fetch_request(r, v);
+      case ApiKey::list_groups:
+        return read_list_groups_request(r, v);
+      case ApiKey::describe_groups:
+        return read_describe_groups_request(r, v);
     }
     // check_supported() accepted the key, so the switch covers it.
     throw std::logic_error("decode_request_body: api key passed check_supported but is unhandled");
@@ -181,6 +297,80 @@ Bytes encode_request(const ListOffsetsRequest& req, std::int16_t version,
   return encode_request_impl(req, version, correlation_id, client_id);
 }
 
+Bytes encode_response(const FindCoordinatorResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id) {
+  return encode_response_impl(resp, version, correlation_id);
+}
+Bytes encode_response(const JoinGroupResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id) {
+  return encode_response_impl(resp, version, correlation_id);
+}
+Bytes encode_response(const SyncGroupResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id) {
+  return encode_response_impl(resp, version, correlation_id);
+}
+Bytes encode_response(const HeartbeatResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id) {
+  return encode_response_impl(resp, version, correlation_id);
+}
+Bytes encode_response(const LeaveGroupResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id) {
+  return encode_response_impl(resp, version, correlation_id);
+}
+Bytes encode_response(const OffsetCommitResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id) {
+  return encode_response_impl(resp, version, correlation_id);
+}
+Bytes encode_response(const OffsetFetchResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id) {
+  return encode_response_impl(resp, version, correlation_id);
+}
+Bytes encode_response(const ListGroupsResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id) {
+  return encode_response_impl(resp, version, correlation_id);
+}
+Bytes encode_response(const DescribeGroupsResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id) {
+  return encode_response_impl(resp, version, correlation_id);
+}
+
+Bytes encode_request(const FindCoordinatorRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id) {
+  return encode_request_impl(req, version, correlation_id, client_id);
+}
+Bytes encode_request(const JoinGroupRequest& req, std::int16_t version, std::int32_t correlation_id,
+                     const std::optional<std::string>& client_id) {
+  return encode_request_impl(req, version, correlation_id, client_id);
+}
+Bytes encode_request(const SyncGroupRequest& req, std::int16_t version, std::int32_t correlation_id,
+                     const std::optional<std::string>& client_id) {
+  return encode_request_impl(req, version, correlation_id, client_id);
+}
+Bytes encode_request(const HeartbeatRequest& req, std::int16_t version, std::int32_t correlation_id,
+                     const std::optional<std::string>& client_id) {
+  return encode_request_impl(req, version, correlation_id, client_id);
+}
+Bytes encode_request(const LeaveGroupRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id) {
+  return encode_request_impl(req, version, correlation_id, client_id);
+}
+Bytes encode_request(const OffsetCommitRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id) {
+  return encode_request_impl(req, version, correlation_id, client_id);
+}
+Bytes encode_request(const OffsetFetchRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id) {
+  return encode_request_impl(req, version, correlation_id, client_id);
+}
+Bytes encode_request(const ListGroupsRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id) {
+  return encode_request_impl(req, version, correlation_id, client_id);
+}
+Bytes encode_request(const DescribeGroupsRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id) {
+  return encode_request_impl(req, version, correlation_id, client_id);
+}
+
 template <class Body>
 Response<Body> decode_response(ByteView payload, std::int16_t version) {
   require_encodable(Traits<Body>::kKey, version, "response");
@@ -197,5 +387,14 @@ template Response<MetadataResponse> decode_response(ByteView, std::int16_t);
 template Response<ProduceResponse> decode_response(ByteView, std::int16_t);
 template Response<FetchResponse> decode_response(ByteView, std::int16_t);
 template Response<ListOffsetsResponse> decode_response(ByteView, std::int16_t);
+template Response<FindCoordinatorResponse> decode_response(ByteView, std::int16_t);
+template Response<JoinGroupResponse> decode_response(ByteView, std::int16_t);
+template Response<SyncGroupResponse> decode_response(ByteView, std::int16_t);
+template Response<HeartbeatResponse> decode_response(ByteView, std::int16_t);
+template Response<LeaveGroupResponse> decode_response(ByteView, std::int16_t);
+template Response<OffsetCommitResponse> decode_response(ByteView, std::int16_t);
+template Response<OffsetFetchResponse> decode_response(ByteView, std::int16_t);
+template Response<ListGroupsResponse> decode_response(ByteView, std::int16_t);
+template Response<DescribeGroupsResponse> decode_response(ByteView, std::int16_t);
 
 }  // namespace purgatory::broker

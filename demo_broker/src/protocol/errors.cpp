@@ -16,16 +16,34 @@ std::string errc_name(Errc code) {
       return "UNKNOWN_TOPIC_OR_PARTITION";
     case Errc::request_timed_out:
       return "REQUEST_TIMED_OUT";
+    case Errc::offset_metadata_too_large:
+      return "OFFSET_METADATA_TOO_LARGE";
+    case Errc::coordinator_not_available:
+      return "COORDINATOR_NOT_AVAILABLE";
     case Errc::invalid_topic_exception:
       return "INVALID_TOPIC_EXCEPTION";
     case Errc::invalid_required_acks:
       return "INVALID_REQUIRED_ACKS";
+    case Errc::illegal_generation:
+      return "ILLEGAL_GENERATION";
+    case Errc::inconsistent_group_protocol:
+      return "INCONSISTENT_GROUP_PROTOCOL";
+    case Errc::invalid_group_id:
+      return "INVALID_GROUP_ID";
+    case Errc::unknown_member_id:
+      return "UNKNOWN_MEMBER_ID";
+    case Errc::invalid_session_timeout:
+      return "INVALID_SESSION_TIMEOUT";
+    case Errc::rebalance_in_progress:
+      return "REBALANCE_IN_PROGRESS";
     case Errc::unsupported_version:
       return "UNSUPPORTED_VERSION";
     case Errc::invalid_request:
       return "INVALID_REQUEST";
     case Errc::unsupported_compression_type:
       return "UNSUPPORTED_COMPRESSION_TYPE";
+    case Errc::member_id_required:
+      return "MEMBER_ID_REQUIRED";
     case Errc::invalid_record:
       return "INVALID_RECORD";
   }

@@ -131,6 +131,16 @@ std::optional<Bytes> Reader::read_nullable_bytes(std::string_view field) {
   return Bytes(b.begin(), b.end());
 }
 
+Bytes Reader::read_bytes(std::string_view field) {
+  const std::size_t at = pos_;
+  std::optional<Bytes> b = read_nullable_bytes(field);
+  if (!b) {
+    pos_ = at;
+    fail(DecodeErrorKind::negative_length, field, "null where bytes are required");
+  }
+  return std::move(*b);
+}
+
 std::size_t Reader::read_array_count(std::string_view field, std::size_t min_element_bytes) {
   return checked_count(read_int32(field), field, min_element_bytes);
 }
@@ -262,11 +272,15 @@ void Writer::write_nullable_bytes(const std::optional<Bytes>& b) {
     write_int32(-1);
     return;
   }
-  if (b->size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
-    throw std::length_error(fmt::format("bytes of {} exceed the int32 length prefix", b->size()));
+  write_bytes(*b);
+}
+
+void Writer::write_bytes(ByteView b) {
+  if (b.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+    throw std::length_error(fmt::format("bytes of {} exceed the int32 length prefix", b.size()));
   }
-  write_int32(static_cast<std::int32_t>(b->size()));
-  write_raw(*b);
+  write_int32(static_cast<std::int32_t>(b.size()));
+  write_raw(b);
 }
 
 void Writer::write_array_count(std::size_t n) {

@@ -14,6 +14,7 @@
 #include "purgatory/broker/prometheus_exposition.hpp"
 #include "purgatory/timer/timer_task.hpp"
 #include "requests/outcome_log.hpp"
+#include "server/group_handler.hpp"
 #include "server/ui_responder.hpp"
 
 namespace purgatory::broker {
@@ -79,6 +80,20 @@ Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
   outcomes_ = std::make_unique<OutcomeLog>();
   fetch_purgatory_ = make_purgatory("fetch");
   produce_purgatory_ = make_purgatory("produce");
+  GroupCoordinatorHooks hooks;
+  hooks.partition_exists = [this](const std::string& topic, std::int32_t partition) {
+    return log_.find(topic, partition) != nullptr;
+  };
+  hooks.on_event = [this](std::string_view e) { event(e); };
+  hooks.on_error = [this](std::string_view e) { log(e); };
+  group_coordinator_ = std::make_unique<GroupCoordinator>(timer_, config_.groups, std::move(hooks));
+  group_handler_ = std::make_unique<GroupHandler>(*group_coordinator_, [this] {
+    FindCoordinatorResponse self;
+    self.node_id = config_.node_id;
+    self.host = advertised_host_;
+    self.port = port();
+    return self;
+  });
 }
 
 Broker::~Broker() {
@@ -145,6 +160,7 @@ void Broker::stop() {
     conn->close("broker shutting down");
   fetch_purgatory_->shutdown();
   produce_purgatory_->shutdown();
+  group_coordinator_->shutdown();
   driver_.reset();
   (void)timer_->close();  // drops pending follower catch-ups
 }
@@ -164,6 +180,9 @@ BrokerMetrics Broker::metrics() const {
   m.malformed_requests = malformed_.load(std::memory_order_relaxed);
   m.abandoned_operations = abandoned_.load(std::memory_order_relaxed);
   m.timer_pending_per_level = timer_->size_per_level();
+  m.join = group_coordinator_->join_metrics();
+  m.heartbeat = group_coordinator_->heartbeat_metrics();
+  m.groups = group_coordinator_->stats();
   return m;
 }
 
@@ -230,6 +249,8 @@ void Broker::handle_request(const std::shared_ptr<Connection>& conn, ByteView pa
             handle_list_offsets(slot, req);
           } else if constexpr (std::is_same_v<T, ProduceRequest>) {
             handle_produce(slot, std::move(req));
+          } else if constexpr (is_group_request_v<T>) {
+            group_handler_->handle(slot, header, req);
           } else {
             static_assert(std::is_same_v<T, FetchRequest>);
             handle_fetch(slot, std::move(req));

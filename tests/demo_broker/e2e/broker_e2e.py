@@ -254,7 +254,8 @@ def case_help(binary):
     for option in ["--listen", "--partitions", "--followers", "--replication-delay-ms",
                    "--max-request-bytes", "--fetch-max-bytes", "--retention-bytes", "--node-id",
                    "--advertised-host", "--port-file", "--verbose", "--demo", "--metrics",
-                   "--ui"]:
+                   "--ui", "--group-initial-rebalance-delay-ms", "--group-min-session-timeout-ms",
+                   "--group-max-session-timeout-ms"]:
         check(option in h.stdout, f"--help describes {option}")
     bad = subprocess.run([binary, "--followers", "2", "--replication-delay-ms", "1,2,3"],
                          capture_output=True, text=True, timeout=30)
@@ -268,6 +269,11 @@ def case_help(binary):
                           timeout=30)
     check(zero.returncode != 0 and "--fetch-max-bytes" in zero.stderr,
           f"--fetch-max-bytes 0 is refused, naming the option ({zero.stderr.strip()!r})")
+    inverted = subprocess.run([binary, "--group-min-session-timeout-ms", "9000",
+                               "--group-max-session-timeout-ms", "8000"],
+                              capture_output=True, text=True, timeout=30)
+    check(inverted.returncode != 0 and "--group-min-session-timeout-ms" in inverted.stderr,
+          f"a session timeout minimum above the maximum is refused ({inverted.stderr.strip()!r})")
 
 
 CASES = {

@@ -17,6 +17,15 @@ enum class ApiKey : std::int16_t {
   fetch = 1,
   list_offsets = 2,
   metadata = 3,
+  offset_commit = 8,
+  offset_fetch = 9,
+  find_coordinator = 10,
+  join_group = 11,
+  heartbeat = 12,
+  leave_group = 13,
+  sync_group = 14,
+  describe_groups = 15,
+  list_groups = 16,
   api_versions = 18,
 };
 
@@ -36,7 +45,10 @@ struct VersionRange {
 };
 
 // Versions of `key` this codec encodes and decodes; nullopt for a key it does not know.
-// ApiVersions 0..3, Metadata 0..4, Produce 3, Fetch 4, ListOffsets 1.
+// ApiVersions 0..3, Metadata 0..4, Produce 3, Fetch 4, ListOffsets 1; the consumer-group APIs in
+// their non-flexible versions without static membership: FindCoordinator 0..2, JoinGroup 0..4,
+// SyncGroup 0..2, Heartbeat 0..2, LeaveGroup 0..1, OffsetCommit 0..6, OffsetFetch 0..5,
+// ListGroups 0..2, DescribeGroups 0..2.
 [[nodiscard]] std::optional<VersionRange> codec_versions(ApiKey key) noexcept;
 
 }  // namespace purgatory::broker

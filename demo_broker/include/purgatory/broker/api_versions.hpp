@@ -42,7 +42,8 @@ struct ApiVersionsResponse {
 };
 
 // What the demo broker advertises: ApiVersions 0..2, Metadata 0..4, Produce 3..3, Fetch 4..4,
-// ListOffsets 1..1. ApiVersions stops at 2 although v3 is answered (see api_key.hpp).
+// ListOffsets 1..1, and every consumer-group api at the versions codec_versions() speaks.
+// ApiVersions stops at 2 although v3 is answered (see api_key.hpp).
 [[nodiscard]] std::vector<ApiVersion> broker_api_versions();
 
 // Bodies only (no header, no frame). Precondition: `version` is within codec_versions().

@@ -1,8 +1,9 @@
 // Broker: the demo broker's server. An Asio TCP acceptor, the in-memory LogStore, simulated
-// followers, and two purgatories (Kafka's DelayedFetch and DelayedProduce) sharing one
-// SystemTimer driven by the io_context itself (AsioDriver + AsioExecutor): no timer thread, no
-// lock around broker state, because every handler, completion and expiration runs on the one
-// thread that runs the io_context.
+// followers, two purgatories (Kafka's DelayedFetch and DelayedProduce) and the consumer-group
+// coordinator with its own two (DelayedJoin, DelayedHeartbeat), all sharing one SystemTimer
+// driven by the io_context itself (AsioDriver + AsioExecutor): no timer thread, no lock around
+// broker state, because every handler, completion and expiration runs on the one thread that
+// runs the io_context.
 //
 //   boost::asio::io_context io;
 //   purgatory::broker::Broker broker(io, config);
@@ -41,6 +42,8 @@
 namespace purgatory::broker {
 
 class Connection;
+class GroupCoordinator;
+class GroupHandler;
 class MetricsServer;
 class OutcomeLog;
 class UiResponder;
@@ -70,8 +73,9 @@ class Broker {
   // (MetricsServer, on this io_context) when config.metrics_host is set.
   void start();
   // Closes the listener and every connection (their parked operations complete without writing
-  // anything), shuts the purgatories down and closes the timer. Idempotent. The io_context may
-  // still hold the timer driver's last wait afterwards: stop it to return from run() at once.
+  // anything), shuts the purgatories and the group coordinator down and closes the timer.
+  // Idempotent. The io_context may still hold the timer driver's last wait afterwards: stop it to
+  // return from run() at once.
   void stop();
 
   [[nodiscard]] std::uint16_t port() const noexcept { return port_.load(); }
@@ -132,6 +136,8 @@ class Broker {
   std::unique_ptr<OutcomeLog> outcomes_;           // parked requests' outcomes, for the live view
   std::shared_ptr<UiResponder> ui_responder_;      // answers (discards) the live view's requests
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::unique_ptr<GroupCoordinator> group_coordinator_;
+  std::unique_ptr<GroupHandler> group_handler_;  // the group apis' dispatch
   std::unordered_map<std::uint64_t, std::shared_ptr<Connection>> connections_;
   std::uint64_t next_connection_id_ = 0;
   bool stopped_ = false;

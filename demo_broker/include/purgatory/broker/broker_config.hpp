@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "purgatory/broker/framing.hpp"
+#include "purgatory/broker/group_config.hpp"
 
 namespace purgatory::broker {
 
@@ -56,6 +57,8 @@ struct BrokerConfig {
   std::function<void(std::string_view line)> log_sink;
   // Told of log events worth a timeline (appends, follower catch-up, high watermark moves).
   std::function<void(std::string_view event)> on_event;
+  // The consumer-group coordinator's settings (session timeout bounds, initial rebalance delay).
+  GroupConfig groups;
 };
 
 }  // namespace purgatory::broker

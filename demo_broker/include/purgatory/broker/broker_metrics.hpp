@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "purgatory/broker/group_coordinator_stats.hpp"
 #include "purgatory/purgatory_metrics.hpp"
 
 namespace purgatory::broker {
@@ -21,6 +22,9 @@ struct BrokerMetrics {
   std::uint64_t malformed_requests = 0;              // connections closed for a bad frame
   std::uint64_t abandoned_operations = 0;            // parked when their client disconnected
   std::vector<std::size_t> timer_pending_per_level;  // the shared timer, finest level first
+  PurgatoryMetrics join;                             // the group coordinator's join purgatory
+  PurgatoryMetrics heartbeat;                        // and its heartbeat purgatory
+  GroupCoordinatorStats groups;
 };
 
 }  // namespace purgatory::broker

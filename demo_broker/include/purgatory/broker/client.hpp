@@ -91,6 +91,23 @@ class Client {
                                    std::int64_t offset, std::int32_t max_wait_ms,
                                    std::int32_t min_bytes, std::int32_t max_bytes = 1 << 20);
 
+  // ---- consumer groups, at the versions librdkafka 2.0 uses ------------------------------------
+  // A JoinGroup is answered when the group's join phase ends: to join several members at once,
+  // send() each JoinGroupRequest (kJoinGroupVersion) and receive() the answers afterwards.
+  FindCoordinatorResponse find_coordinator(const std::string& group_id,
+                                           Duration timeout = kDefaultTimeout);
+  JoinGroupResponse join_group(const JoinGroupRequest& req, Duration timeout = kDefaultTimeout);
+  SyncGroupResponse sync_group(const SyncGroupRequest& req, Duration timeout = kDefaultTimeout);
+  Errc heartbeat(const HeartbeatRequest& req, Duration timeout = kDefaultTimeout);
+  Errc leave_group(const LeaveGroupRequest& req, Duration timeout = kDefaultTimeout);
+  OffsetCommitResponse commit_offsets(const OffsetCommitRequest& req,
+                                      Duration timeout = kDefaultTimeout);
+  OffsetFetchResponse fetch_offsets(const OffsetFetchRequest& req,
+                                    Duration timeout = kDefaultTimeout);
+  ListGroupsResponse list_groups(Duration timeout = kDefaultTimeout);
+  DescribeGroupsResponse describe_groups(const DescribeGroupsRequest& req,
+                                         Duration timeout = kDefaultTimeout);
+
  private:
   // Runs the io_context until `done` or the deadline; on timeout closes the socket and throws.
   void run_until(const bool& done, Duration timeout, const char* what);
@@ -108,5 +125,14 @@ inline constexpr std::int16_t kProduceVersion = 3;
 inline constexpr std::int16_t kFetchVersion = 4;
 inline constexpr std::int16_t kListOffsetsVersion = 1;
 inline constexpr std::int16_t kMetadataVersion = 4;
+inline constexpr std::int16_t kFindCoordinatorVersion = 2;
+inline constexpr std::int16_t kJoinGroupVersion = 4;  // a new member gets MEMBER_ID_REQUIRED first
+inline constexpr std::int16_t kSyncGroupVersion = 2;
+inline constexpr std::int16_t kHeartbeatVersion = 2;
+inline constexpr std::int16_t kLeaveGroupVersion = 1;
+inline constexpr std::int16_t kOffsetCommitVersion = 6;
+inline constexpr std::int16_t kOffsetFetchVersion = 5;
+inline constexpr std::int16_t kListGroupsVersion = 2;
+inline constexpr std::int16_t kDescribeGroupsVersion = 2;
 
 }  // namespace purgatory::broker

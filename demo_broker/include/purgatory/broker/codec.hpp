@@ -20,18 +20,30 @@
 #include <variant>
 
 #include "purgatory/broker/api_versions.hpp"
+#include "purgatory/broker/describe_groups.hpp"
 #include "purgatory/broker/fetch.hpp"
+#include "purgatory/broker/find_coordinator.hpp"
 #include "purgatory/broker/header.hpp"
+#include "purgatory/broker/heartbeat.hpp"
+#include "purgatory/broker/join_group.hpp"
+#include "purgatory/broker/leave_group.hpp"
+#include "purgatory/broker/list_groups.hpp"
 #include "purgatory/broker/list_offsets.hpp"
 #include "purgatory/broker/metadata.hpp"
+#include "purgatory/broker/offset_commit.hpp"
+#include "purgatory/broker/offset_fetch.hpp"
 #include "purgatory/broker/produce.hpp"
+#include "purgatory/broker/sync_group.hpp"
 #include "purgatory/broker/wire.hpp"
 
 namespace purgatory::broker {
 
 // Thread-safety: every struct here is a plain value type, thread-compatible.
-using RequestBody = std::variant<ProduceRequest, FetchRequest, ListOffsetsRequest, MetadataRequest,
-                                 ApiVersionsRequest>;
+using RequestBody =
+    std::variant<ProduceRequest, FetchRequest, ListOffsetsRequest, MetadataRequest,
+                 ApiVersionsRequest, FindCoordinatorRequest, JoinGroupRequest, SyncGroupRequest,
+                 HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest, OffsetFetchRequest,
+                 ListGroupsRequest, DescribeGroupsRequest>;
 
 struct Request {
   RequestHeader header;
@@ -58,6 +70,24 @@ Bytes encode_response(const ProduceResponse& resp, std::int16_t version,
 Bytes encode_response(const FetchResponse& resp, std::int16_t version, std::int32_t correlation_id);
 Bytes encode_response(const ListOffsetsResponse& resp, std::int16_t version,
                       std::int32_t correlation_id);
+Bytes encode_response(const FindCoordinatorResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+Bytes encode_response(const JoinGroupResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+Bytes encode_response(const SyncGroupResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+Bytes encode_response(const HeartbeatResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+Bytes encode_response(const LeaveGroupResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+Bytes encode_response(const OffsetCommitResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+Bytes encode_response(const OffsetFetchResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+Bytes encode_response(const ListGroupsResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
+Bytes encode_response(const DescribeGroupsResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
 
 // ---- client side ------------------------------------------------------------------------------
 
@@ -71,6 +101,24 @@ Bytes encode_request(const FetchRequest& req, std::int16_t version, std::int32_t
                      const std::optional<std::string>& client_id);
 Bytes encode_request(const ListOffsetsRequest& req, std::int16_t version,
                      std::int32_t correlation_id, const std::optional<std::string>& client_id);
+Bytes encode_request(const FindCoordinatorRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id);
+Bytes encode_request(const JoinGroupRequest& req, std::int16_t version, std::int32_t correlation_id,
+                     const std::optional<std::string>& client_id);
+Bytes encode_request(const SyncGroupRequest& req, std::int16_t version, std::int32_t correlation_id,
+                     const std::optional<std::string>& client_id);
+Bytes encode_request(const HeartbeatRequest& req, std::int16_t version, std::int32_t correlation_id,
+                     const std::optional<std::string>& client_id);
+Bytes encode_request(const LeaveGroupRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id);
+Bytes encode_request(const OffsetCommitRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id);
+Bytes encode_request(const OffsetFetchRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id);
+Bytes encode_request(const ListGroupsRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id);
+Bytes encode_request(const DescribeGroupsRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id);
 
 template <class Body>
 struct Response {
@@ -78,8 +126,8 @@ struct Response {
   Body body;
 };
 
-// Decodes a response payload (after the size prefix) of the given version. Body is one of
-// ApiVersionsResponse, MetadataResponse, ProduceResponse, FetchResponse, ListOffsetsResponse.
+// Decodes a response payload (after the size prefix) of the given version. Body is the response
+// type of any api above (ApiVersionsResponse, MetadataResponse, ..., DescribeGroupsResponse).
 template <class Body>
 Response<Body> decode_response(ByteView payload, std::int16_t version);
 
@@ -88,5 +136,14 @@ extern template Response<MetadataResponse> decode_response(ByteView, std::int16_
 extern template Response<ProduceResponse> decode_response(ByteView, std::int16_t);
 extern template Response<FetchResponse> decode_response(ByteView, std::int16_t);
 extern template Response<ListOffsetsResponse> decode_response(ByteView, std::int16_t);
+extern template Response<FindCoordinatorResponse> decode_response(ByteView, std::int16_t);
+extern template Response<JoinGroupResponse> decode_response(ByteView, std::int16_t);
+extern template Response<SyncGroupResponse> decode_response(ByteView, std::int16_t);
+extern template Response<HeartbeatResponse> decode_response(ByteView, std::int16_t);
+extern template Response<LeaveGroupResponse> decode_response(ByteView, std::int16_t);
+extern template Response<OffsetCommitResponse> decode_response(ByteView, std::int16_t);
+extern template Response<OffsetFetchResponse> decode_response(ByteView, std::int16_t);
+extern template Response<ListGroupsResponse> decode_response(ByteView, std::int16_t);
+extern template Response<DescribeGroupsResponse> decode_response(ByteView, std::int16_t);
 
 }  // namespace purgatory::broker

@@ -2,7 +2,8 @@
 // and plays scenarios against it with the codec-based Client, printing a timeline of what the
 // purgatories do: a fetch completing early when a produce brings enough bytes, a fetch expiring
 // empty after max_wait_ms, an acks=-1 produce completing when the followers catch up and one
-// timing out behind a slow follower, then the purgatory metrics and how to explore with kcat.
+// timing out behind a slow follower, two consumers sharing a group until the heartbeat purgatory
+// expires one, then the purgatory metrics and how to explore with kcat.
 #pragma once
 
 #include <chrono>
@@ -24,7 +25,8 @@ struct DemoOptions {
 inline constexpr std::chrono::milliseconds kDemoFollowerDelays[] = {std::chrono::milliseconds(100),
                                                                     std::chrono::milliseconds(400)};
 
-// Plays the scenarios against a broker already listening on host:port whose two simulated
+// Plays the fetch and produce scenarios (not the consumer-group one, which needs the broker's
+// group settings) against a broker already listening on host:port whose two simulated
 // followers replicate after kDemoFollowerDelays, `pace` (>= 1) times slower than the scripted
 // timeline so that the live view can be watched, on topics named with `topic_suffix` ("early",
 // "quiet", ... plus the suffix). Prints the timeline to `out`. Returns 0 when every check passed.

@@ -55,6 +55,8 @@ class Reader {
   std::optional<std::string> read_nullable_string(std::string_view field);
   // int32 length + bytes; -1 is null.
   std::optional<Bytes> read_nullable_bytes(std::string_view field);
+  // As read_nullable_bytes, but null (-1) is refused: negative_length.
+  Bytes read_bytes(std::string_view field);
 
   // int32 count; each element takes at least `min_element_bytes` (>= 1) on the wire.
   std::size_t read_array_count(std::string_view field, std::size_t min_element_bytes);
@@ -108,6 +110,7 @@ class Writer {
   void write_string(std::string_view s);
   void write_nullable_string(const std::optional<std::string>& s);
   void write_nullable_bytes(const std::optional<Bytes>& b);
+  void write_bytes(ByteView b);
   void write_array_count(std::size_t n);
   void write_null_array() { write_int32(-1); }
 
