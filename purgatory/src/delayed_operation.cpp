@@ -18,18 +18,32 @@ bool DelayedOperation::force_complete() {
 }
 
 void DelayedOperation::run() {
+  // Before the lock: a shutdown() holding it meanwhile sees that the expiry has begun.
+  expiring_.store(true);
   (void)complete_with(Outcome::expired);
 }
 
-bool DelayedOperation::complete_with(Outcome outcome, bool only_if_watched) {
+bool DelayedOperation::complete_with(Outcome outcome) {
   if (is_completed()) return false;
   const OperationRef self(this);  // the watch reference may drop while we hold the lock
   PURGATORY_RACE_POINT("DelayedOperation::complete_with: still pending, before the lock");
   lock();
-  const bool won = (!only_if_watched || watched_locked()) && decide_locked(outcome);
+  const bool won = decide_locked(outcome);
   if (won) deferred_ = true;
   unlock();
   return won;
+}
+
+bool DelayedOperation::shut_down_unless_expiring() {
+  if (is_completed()) return true;
+  const OperationRef self(this);
+  PURGATORY_RACE_POINT("DelayedOperation::shut_down_unless_expiring: pending, before the lock");
+  lock();
+  // An expiry that began waits for this lock to decide: it keeps its course (see shutdown()).
+  const bool expiring = watched_locked() && expiring_.load();
+  if (watched_locked() && !expiring && decide_locked(Outcome::shut_down)) deferred_ = true;
+  unlock();
+  return !expiring;
 }
 
 void DelayedOperation::unlock() {

@@ -28,6 +28,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -177,14 +178,16 @@ class DelayedOperationPurgatory {
   }
 
   // Stops accepting calls, then gives every waiting operation exactly one outcome: those whose
-  // outcome was already being decided (completed by a check, or expired: the timer's run
-  // started; with a timer the purgatory owns, also every timeout already due, which close()
-  // lets run) keep it, all others complete with Outcome::shut_down (their on_complete() sees it
-  // in outcome()). Closes the timer if the purgatory owns it. Returns after the callbacks (and
-  // outcome listener) of every operation that was waiting when it began have run, wherever they
-  // run, except those running on the calling thread (a shutdown() called from a callback).
-  // Idempotent: a second call returns at once. Must not be called while holding a lock that a
-  // callback of this purgatory's operations takes.
+  // outcome was already being decided (completed by a check, or expired: the timer has called its
+  // run(), even if that run still waits for the operation's lock; with a timer the purgatory
+  // owns, also every timeout already due, which close() lets run) keep it, all others complete
+  // with Outcome::shut_down (their on_complete() sees it in outcome()). Closes the timer if the
+  // purgatory owns it. Returns after the callbacks (and outcome listener) of every operation that
+  // was waiting when it began have run, wherever they run (those left to an expiry included),
+  // except those running on the calling thread (a shutdown() called from a callback).
+  // Idempotent: a second call returns at once. Must not be called while holding an operation's
+  // lock (from try_complete(), or between lock() and unlock()) or a lock that a callback of this
+  // purgatory's operations takes.
   void shutdown() {
     if (state_->shut_down.exchange(true)) return;
     for (std::size_t i = 0; i <= mask_; ++i) {
@@ -204,7 +207,9 @@ class DelayedOperationPurgatory {
         PURGATORY_RACE_POINT("DelayedOperationPurgatory::shutdown: found, before completing");
         // Blocks until any other decider (or a refused watch) has unlinked it: the loop always
         // progresses. A refused watch is not decided here: it is not watched when we get its lock.
-        (void)Access::complete_if_watched(*op, Outcome::shut_down);
+        // An operation whose expiry began is that expiry's to decide, as soon as it gets the lock
+        // we just released: until it has unlinked the operation, the loop finds it again.
+        if (!Access::shut_down_unless_expiring(*op)) std::this_thread::yield();
       }
     }
     PURGATORY_RACE_POINT("DelayedOperationPurgatory::shutdown: completed all, before waiting");

@@ -801,11 +801,9 @@ TEST_CASE(
   CHECK(p.purgatory.metrics().shut_down_total == 0);
 }
 
-// FAILS: shutdown() decides shut_down while the timer's run() waits for the operation's lock.
 TEST_CASE(
     "delayed_operation_purgatory.hpp: shutdown(): an operation whose expiry already started (the "
-    "timer's run) keeps Outcome::expired" *
-    doctest::skip(true)) {
+    "timer's run) keeps Outcome::expired, and shutdown() returns after its callbacks ran") {
   ManualPurgatory<int> p;
   auto op = probe(5ms);
   p.purgatory.try_complete_else_watch(op, {1});
@@ -826,9 +824,14 @@ TEST_CASE(
   std::thread expiry([&] { p.advance(5ms); });
   REQUIRE(expiry_started.wait());
   p.purgatory.shutdown();
+  CHECK(op->callbacks_done.load());  // on_complete() and on_expiration() ran before it returned
   expiry.join();
+  CHECK(schedule.hits("DelayedOperationPurgatory::shutdown: found") >= 1);
   CHECK(op->outcome() == Outcome::expired);
+  CHECK(op->completions == 1);
   CHECK(op->expirations == 1);
+  CHECK(p.purgatory.metrics().expired_total == 1);
+  CHECK(p.purgatory.metrics().shut_down_total == 0);
 }
 
 TEST_CASE(
