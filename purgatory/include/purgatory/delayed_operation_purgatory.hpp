@@ -182,9 +182,10 @@ class DelayedOperationPurgatory {
   // run(), even if that run still waits for the operation's lock; with a timer the purgatory
   // owns, also every timeout already due, which close() lets run) keep it, all others complete
   // with Outcome::shut_down (their on_complete() sees it in outcome()). Closes the timer if the
-  // purgatory owns it. Returns after the callbacks (and outcome listener) of every operation that
-  // was waiting when it began have run, wherever they run (those left to an expiry included),
-  // except those running on the calling thread (a shutdown() called from a callback).
+  // purgatory owns it. Returns after the callbacks (and outcome listener, and the error handler
+  // for what they threw) of every operation that was waiting when it began have run, wherever
+  // they run (those left to an expiry included), except those running on the calling thread (a
+  // shutdown() called from a callback or from the error handler).
   // Idempotent: a second call returns at once. Must not be called while holding an operation's
   // lock (from try_complete(), or between lock() and unlock()) or a lock that a callback of this
   // purgatory's operations takes.

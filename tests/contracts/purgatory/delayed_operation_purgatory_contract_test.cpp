@@ -951,6 +951,76 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "delayed_operation_purgatory.hpp: shutdown() returns after the error handler has reported an "
+    "exception that try_complete() of a waiting operation threw on another thread") {
+  std::atomic<int> reports{0};
+  PurgatoryOptions options;
+  options.on_callback_error = [&](const DelayedOperation&, std::exception_ptr, std::string_view) {
+    std::this_thread::sleep_for(20ms);  // a shutdown() that does not wait for it returns meanwhile
+    reports.fetch_add(1);
+  };
+  ManualPurgatory<int> p(options);
+  std::atomic<bool> fail{false};
+  auto op = make_operation(
+      1s,
+      [&]() -> bool {
+        if (fail.load()) throw std::runtime_error("condition broke");
+        return false;
+      },
+      [] {});
+  p.purgatory.try_complete_else_watch(op, {1});
+  fail = true;
+  Signal released;
+  Signal shutdown_waiting;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"DelayedOperation::report_held_errors: lock released",
+                                      [&] {
+                                        released.set();
+                                        (void)shutdown_waiting.wait(200ms);
+                                      }},
+                                     {"DelayedOperationPurgatory::shutdown: completed all",
+                                      [&] { shutdown_waiting.set(); }}}});
+  std::thread checker([&] { CHECK(p.purgatory.check_and_complete(1) == 0); });
+  REQUIRE(released.wait());  // the check released the lock; its report is under way
+  p.purgatory.shutdown();    // the operation is free to decide: shut_down
+  CHECK(reports.load() == 1);
+  checker.join();
+  CHECK(schedule.hits("shutdown: completed all") == 1);
+  CHECK(op->outcome() == Outcome::shut_down);
+}
+
+TEST_CASE(
+    "delayed_operation_purgatory.hpp: shutdown() called from the error handler, reporting what "
+    "try_complete() threw, returns (it does not wait for that report)") {
+  ManualPurgatory<int>* purgatory = nullptr;
+  bool returned = false;
+  PurgatoryOptions options;
+  options.on_callback_error = [&](const DelayedOperation&, std::exception_ptr, std::string_view) {
+    purgatory->purgatory.shutdown();
+    returned = true;
+  };
+  ManualPurgatory<int> p(options);
+  purgatory = &p;
+  bool fail = false;
+  auto op = make_operation(
+      1s,
+      [&]() -> bool {
+        if (fail) throw std::runtime_error("condition broke");
+        return false;
+      },
+      [] {});
+  auto other = probe(1s);
+  p.purgatory.try_complete_else_watch(op, {1});
+  p.purgatory.try_complete_else_watch(other, {1});
+  fail = true;
+  CHECK(p.purgatory.check_and_complete(1) == 0);
+  CHECK(returned);
+  CHECK(op->outcome() == Outcome::shut_down);
+  CHECK(other->outcome() == Outcome::shut_down);
+}
+
+TEST_CASE(
     "delayed_operation_purgatory.hpp: shutdown() is idempotent: a second call returns at once, "
     "even while the first still waits for callbacks") {
   ManualPurgatory<int> p;
