@@ -50,17 +50,18 @@ bool DelayedOperation::force_complete() {
 }
 
 void DelayedOperation::run() {
-  // Before the lock: a shutdown() holding it meanwhile sees that the expiry has begun.
+  // Before the lock: a shutdown() or cancel_for_key() holding it meanwhile sees that the expiry
+  // has begun, and leaves the operation to it.
   expiring_.store(true);
-  (void)complete_with(Outcome::expired);
+  (void)complete_with(Outcome::expired, /*only_if_watched=*/true);
 }
 
-bool DelayedOperation::complete_with(Outcome outcome) {
+bool DelayedOperation::complete_with(Outcome outcome, bool only_if_watched) {
   if (is_completed()) return false;
   const OperationRef self(this);  // the watch reference may drop while we hold the lock
   PURGATORY_RACE_POINT("DelayedOperation::complete_with: still pending, before the lock");
   lock();
-  const bool won = decide_locked(outcome);
+  const bool won = (!only_if_watched || watched_locked()) && decide_locked(outcome);
   if (won) deferred_ = true;
   unlock();
   return won;

@@ -126,8 +126,11 @@ class DelayedOperation : public TimerTask {
 
   // The expiry: the timer calls it when the timeout passes first.
   void run() final;
-  // Decides `outcome` unless already decided; the callbacks run on the last unlock.
-  bool complete_with(Outcome outcome);
+  // Decides `outcome` unless already decided; the callbacks run on the last unlock. With
+  // only_if_watched (the expiry), decides only an operation a purgatory still watches: one
+  // withdrawn (cancel_for_key(), a stop request) after the timer claimed the run but before it
+  // called run() is its owner's.
+  bool complete_with(Outcome outcome, bool only_if_watched = false);
   // shutdown(): decides Outcome::shut_down if a purgatory watches the operation, unless its expiry
   // has begun (run() was called): that expiry decides it, once it has the lock. Returns false
   // only then.
@@ -158,7 +161,7 @@ class DelayedOperation : public TimerTask {
   std::atomic<Outcome> outcome_{Outcome::pending};  // written under lock_
   std::atomic<std::uint8_t> notes_{0};  // skipped checks (k*Check bits) the holder must redo
   std::atomic<bool> claimed_{false};    // watched once
-  std::atomic<bool> expiring_{false};   // run() was called: the expiry decides, not shutdown()
+  std::atomic<bool> expiring_{false};   // run() was called: the expiry decides, nobody else
   std::atomic<bool> has_listener_{false};
   // kNoListener -> kListening (set_outcome_listener) and/or -> kFinished (callbacks done): who
   // moves it second calls the listener, without a lock.

@@ -125,9 +125,10 @@ class DelayedOperationPurgatory {
   // cancels its timeout, without deciding an outcome, and returns them: the caller now decides
   // their fate (typically force_complete()); this purgatory never completes, expires or shuts
   // down a returned operation, not even through a check already under way on another thread.
-  // An operation whose outcome is already decided, or whose expiry already started (the timer's
-  // run began), is left alone and not returned. Counted in metrics().cancelled_total. Waits for
-  // each operation's lock, so it must not be called from try_complete().
+  // An operation whose outcome is already decided, or whose expiry already started (the timer
+  // has called its run()), is left alone and not returned; one whose timeout its owner withdrew
+  // (TimerTask::cancel()) is returned like any other. Counted in metrics().cancelled_total.
+  // Waits for each operation's lock, so it must not be called from try_complete().
   std::vector<OperationRef> cancel_for_key(const Key& key) {
     throw_if_shut_down("cancel_for_key");
     Ops ops = copy_watchers(key);
@@ -138,9 +139,11 @@ class DelayedOperationPurgatory {
       std::unique_lock<DelayedOperation> lock(*op);
       if (op->is_completed() || Access::registry(*op) != state_.get()) continue;
       if (Access::nodes(*op).empty()) continue;  // already cancelled through another key
-      // An expiry already under way keeps its course: only an operation whose timeout this call
-      // withdrew is handed back (timeouts are scheduled under the same lock, so it has one).
-      if (!op->cancel()) continue;
+      // An expiry already under way keeps its course. Otherwise the timeout is withdrawn here; if
+      // it cannot be (its owner withdrew it, or the timer claimed the run but has not called
+      // run() yet), there is nothing to withdraw, or the run finds it unwatched and does nothing.
+      if (Access::expiring(*op)) continue;
+      (void)op->cancel();
       Access::detach(*op);
       cancelled.push_back(op);
     }

@@ -580,6 +580,47 @@ TEST_CASE(
   CHECK(p.purgatory.metrics().cancelled_total == 0);
 }
 
+TEST_CASE(
+    "delayed_operation_purgatory.hpp: cancel_for_key() hands back an operation whose owner "
+    "withdrew its timeout (TimerTask::cancel()): it is neither decided nor expiring") {
+  ManualPurgatory<int> p;
+  auto op = probe(1s);
+  p.purgatory.try_complete_else_watch(op, {1, 2});
+  CHECK(op->cancel());  // "calling it yourself withdraws the timeout" (delayed_operation.hpp)
+  const auto handed = p.purgatory.cancel_for_key(1);
+  REQUIRE(handed.size() == 1);
+  CHECK(handed[0] == op);
+  CHECK(p.purgatory.watched() == 0);
+  CHECK(p.purgatory.metrics().cancelled_total == 1);
+  p.purgatory.shutdown();
+  CHECK(op->outcome() == Outcome::pending);  // the caller's to decide
+  CHECK(op->force_complete());
+}
+
+TEST_CASE(
+    "delayed_operation_purgatory.hpp: cancel_for_key() between the timer's claim of the run and "
+    "the run itself: the operation is handed back, and the run that follows does not expire it") {
+  ManualPurgatory<int> p;
+  auto op = probe(5ms);
+  p.purgatory.try_complete_else_watch(op, {1});
+  std::vector<OperationRef> handed;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"ExpiredBatch::run_all: claimed, before run", [&] {
+                                        std::thread t(
+                                            [&] { handed = p.purgatory.cancel_for_key(1); });
+                                        t.join();
+                                      }}}});
+  p.advance(5ms);  // the timer claims the run; cancel_for_key() comes before run() is called
+  CHECK(schedule.hits("claimed, before run") == 1);
+  REQUIRE(handed.size() == 1);
+  CHECK(op->outcome() == Outcome::pending);  // never expired: handed back, the caller's
+  CHECK(op->expirations == 0);
+  CHECK(p.purgatory.metrics().cancelled_total == 1);
+  CHECK(p.purgatory.metrics().expired_total == 0);
+  CHECK(op->force_complete());
+}
+
 TEST_CASE("delayed_operation_purgatory.hpp: cancel_for_key() waits for each operation's lock") {
   ManualPurgatory<int> p;
   auto op = probe(1s);

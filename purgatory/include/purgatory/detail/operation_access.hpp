@@ -99,6 +99,10 @@ struct OperationAccess {
     return op.registry_slot_;
   }
 
+  // Whether op's expiry has begun (the timer called its run(), which decides a watched op as
+  // soon as it has the lock): cancel_for_key(), a stop request and shutdown() leave it alone.
+  static bool expiring(const DelayedOperation& op) noexcept { return op.expiring_.load(); }
+
   // Requires op's lock; op pending, watched, its timeout cancelled. Stops watching it without
   // deciding an outcome (cancel_for_key). The caller holds a reference.
   static void detach(DelayedOperation& op) noexcept {
