@@ -13,8 +13,11 @@
 // Errors (exceptions): std::invalid_argument for a null operation or empty keys,
 // OperationAlreadyWatched, PurgatoryShutDown for any call but the getters after shutdown().
 //
-// Locks: a shard lock is held only to link, unlink or copy a key's list, never around user code;
-// lock order is operation, then shard. See delayed_operation.hpp for the locks around callbacks.
+// Locks: a shard lock is held only to link, unlink or copy a key's list, never around
+// try_complete(), the callbacks or the error handler. The key map does run Hash, KeyEqual and
+// Key's copy constructor under it (and under the operation's lock, while watching), so those must
+// not call into the purgatory. Lock order is operation, then shard. See delayed_operation.hpp for
+// the locks around callbacks.
 #pragma once
 
 #include <algorithm>

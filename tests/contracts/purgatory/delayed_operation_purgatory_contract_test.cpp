@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -33,6 +34,15 @@ using contract::Signal;
 struct ThrowingHash {
   std::size_t operator()(int key) const {
     if (key == 666) throw std::runtime_error("cannot hash 666");
+    return std::hash<int>{}(key);
+  }
+};
+
+// Hashes as std::hash; while `probe` is set, calls it first (from whichever thread hashes).
+struct ProbingHash {
+  static inline std::function<void()> probe;
+  std::size_t operator()(int key) const {
+    if (probe) probe();
     return std::hash<int>{}(key);
   }
 };
@@ -485,6 +495,37 @@ TEST_CASE(
   p.purgatory.try_complete_else_watch(op, {1});
   CHECK(p.purgatory.check_and_complete(1) == 0);
   CHECK(others_done == 2);
+}
+
+TEST_CASE(
+    "delayed_operation_purgatory.hpp: the key map runs Hash under a shard lock (so Hash, KeyEqual "
+    "and Key's copy constructor must not call into the purgatory): a snapshot() on another "
+    "thread waits while it runs") {
+  PurgatoryOptions options;
+  options.shards = 1;  // every key in one shard
+  ManualTimer manual;
+  DelayedOperationPurgatory<int, ProbingHash> p(manual.timer, options);
+  int calls = 0;
+  int blocked = 0;
+  std::vector<std::thread> snapshots;
+  ProbingHash::probe = [&] {
+    ++calls;
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    snapshots.emplace_back([&p, done] {
+      (void)p.snapshot();  // takes every shard lock in turn
+      *done = true;
+    });
+    // Not under a shard lock, the snapshot gets through at once; under one, never while we wait.
+    if (!eventually([&] { return done->load(); }, 500ms)) ++blocked;
+  };
+  auto op = probe(1s);
+  p.try_complete_else_watch(op, {1});  // hashes to pick the shard, then in the map, under its lock
+  ProbingHash::probe = nullptr;
+  for (auto& t : snapshots)
+    t.join();
+  MESSAGE(calls << " hashes during the watch, " << blocked << " under a shard lock");
+  CHECK(blocked >= 1);
+  CHECK(op->force_complete());
 }
 
 TEST_CASE(
