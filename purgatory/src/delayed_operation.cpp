@@ -1,13 +1,45 @@
 #include "purgatory/delayed_operation.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "purgatory/timer/detail/race_point.hpp"
 
 namespace purgatory {
+
+namespace {
+
+// Exceptions try_complete() threw while this thread held an operation's lock, oldest first: each
+// is reported once the thread releases that lock's last hold, so that the error handler runs with
+// no lock held (a holder is a thread, so the thread that threw is the one that reports).
+struct HeldError {
+  const DelayedOperation* op;
+  boost::intrusive_ptr<detail::WatchRegistry> registry;  // null: not watched, to stderr
+  std::uint32_t slot;                                    // the registry's (hold_error())
+  std::exception_ptr error;
+};
+thread_local std::vector<HeldError> t_held_errors;
+
+void print_error(const std::exception_ptr& error, std::string_view where) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "purgatory: DelayedOperation::%.*s threw: %s\n",
+                 static_cast<int>(where.size()), where.data(), e.what());
+  } catch (...) {
+    std::fprintf(stderr, "purgatory: DelayedOperation::%.*s threw a non-std exception\n",
+                 static_cast<int>(where.size()), where.data());
+  }
+}
+
+}  // namespace
 
 DelayedOperation::~DelayedOperation() {
   // A watched operation is referenced by its purgatory until unwatched, so it cannot die linked.
@@ -18,7 +50,10 @@ bool DelayedOperation::force_complete() {
 }
 
 void DelayedOperation::run() {
-  (void)complete_with(Outcome::expired);
+  // Before the lock: a shutdown() or cancel_for_key() holding it meanwhile sees that the expiry
+  // has begun, and leaves the operation to it.
+  expiring_.store(true);
+  (void)complete_with(Outcome::expired, /*only_if_watched=*/true);
 }
 
 bool DelayedOperation::complete_with(Outcome outcome, bool only_if_watched) {
@@ -32,14 +67,28 @@ bool DelayedOperation::complete_with(Outcome outcome, bool only_if_watched) {
   return won;
 }
 
+bool DelayedOperation::shut_down_unless_expiring() {
+  if (is_completed()) return true;
+  const OperationRef self(this);
+  PURGATORY_RACE_POINT("DelayedOperation::shut_down_unless_expiring: pending, before the lock");
+  lock();
+  // An expiry that began waits for this lock to decide: it keeps its course (see shutdown()).
+  const bool expiring = watched_locked() && expiring_.load();
+  if (watched_locked() && !expiring && decide_locked(Outcome::shut_down)) deferred_ = true;
+  unlock();
+  return !expiring;
+}
+
 void DelayedOperation::unlock() {
   if (lock_.depth() > 1) {
     lock_.unlock();
     return;
   }
   const bool deferred = std::exchange(deferred_, false);
+  const bool errors = std::exchange(errors_held_, false);
   lock_.unlock();
   PURGATORY_RACE_POINT("DelayedOperation::unlock: released, before callbacks or notes");
+  if (errors) report_held_errors();
   if (deferred) {
     finish();
   } else if (notes_.load() != 0 && !is_completed()) {
@@ -64,7 +113,7 @@ bool DelayedOperation::run_try_complete_locked(std::uint8_t reason) noexcept {
     try {
       (void)try_complete();
     } catch (...) {
-      report(std::current_exception(), "try_complete");
+      hold_error(std::current_exception());  // reported once the lock is released
     }
     in_try_complete_ = false;
     // Only a holder of the lock decides, and we hold it. A check skipped meanwhile (by another
@@ -98,7 +147,9 @@ bool DelayedOperation::check(std::uint8_t reason) {
         return won;
       }
       const bool deferred = std::exchange(deferred_, false);
+      const bool errors = std::exchange(errors_held_, false);
       lock_.unlock();
+      if (errors) report_held_errors();
       if (deferred) finish();
       if (won) return true;
       retry = notes_.load() != 0;
@@ -174,14 +225,42 @@ void DelayedOperation::report(std::exception_ptr error, std::string_view where) 
     registry_->report_error(*this, error, where);
     return;
   }
+  print_error(error, where);
+}
+
+void DelayedOperation::hold_error(std::exception_ptr error) noexcept {
   try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "purgatory: DelayedOperation::%.*s threw: %s\n",
-                 static_cast<int>(where.size()), where.data(), e.what());
+    t_held_errors.push_back({this, nullptr, 0, std::move(error)});
   } catch (...) {
-    std::fprintf(stderr, "purgatory: DelayedOperation::%.*s threw a non-std exception\n",
-                 static_cast<int>(where.size()), where.data());
+    // Out of memory: say so here rather than call the error handler under the lock.
+    std::fputs("purgatory: out of memory; an exception from try_complete() was dropped\n", stderr);
+    return;
+  }
+  // The registry as it is now, under the lock: after the lock is released the operation may be
+  // decided, and then registry_ belongs to the thread that finishes it.
+  if (registry_ && watched_locked()) {
+    HeldError& held = t_held_errors.back();
+    held.registry = registry_;
+    held.slot = registry_->hold_error(*this);
+  }
+  errors_held_ = true;
+}
+
+void DelayedOperation::report_held_errors() noexcept {
+  PURGATORY_RACE_POINT("DelayedOperation::report_held_errors: lock released, before reporting");
+  // One at a time, taken out first: the handler may lock this operation again (and its last
+  // unlock then reports what that hold added, after the ones kept here before).
+  for (;;) {
+    const auto it = std::find_if(t_held_errors.begin(), t_held_errors.end(),
+                                 [this](const HeldError& e) { return e.op == this; });
+    if (it == t_held_errors.end()) return;
+    HeldError held = std::move(*it);
+    t_held_errors.erase(it);
+    if (held.registry) {
+      held.registry->report_held_error(*this, held.slot, std::move(held.error), "try_complete");
+    } else {
+      print_error(held.error, "try_complete");
+    }
   }
 }
 

@@ -34,15 +34,36 @@ void PurgatoryState::count_finishing(std::uint32_t slot) noexcept {
 }
 
 void PurgatoryState::finish_started(const DelayedOperation& op) noexcept {
+  enter_finishing(OperationAccess::registry_slot(op));
+}
+
+void PurgatoryState::finished(const DelayedOperation& op) noexcept {
+  leave_finishing(OperationAccess::registry_slot(op));
+}
+
+std::uint32_t PurgatoryState::hold_error(DelayedOperation& op) noexcept {
+  // Watched, so every node is linked: the first one's shard, as for a decision (unwatch()).
+  const std::uint32_t slot = OperationAccess::nodes(op)[0].list->shard;
+  count_finishing(slot);
+  return slot;
+}
+
+void PurgatoryState::report_held_error(const DelayedOperation& op, std::uint32_t slot,
+                                       std::exception_ptr error, std::string_view where) noexcept {
+  enter_finishing(slot);
+  report_error(op, std::move(error), where);
+  leave_finishing(slot);
+}
+
+void PurgatoryState::enter_finishing(std::uint32_t slot) noexcept {
   try {
-    t_finishing.push_back({this, OperationAccess::registry_slot(op)});
+    t_finishing.push_back({this, slot});
   } catch (...) {
     // Out of memory: a shutdown() from this callback would wait for it. Nothing better to do.
   }
 }
 
-void PurgatoryState::finished(const DelayedOperation& op) noexcept {
-  const std::uint32_t slot = OperationAccess::registry_slot(op);
+void PurgatoryState::leave_finishing(std::uint32_t slot) noexcept {
   if (!t_finishing.empty() && t_finishing.back().registry == this) t_finishing.pop_back();
   finishing_[slot].count.fetch_sub(1);
   // Sequentially consistent with shutdown()'s store of the flag and its reads of the count: either

@@ -24,10 +24,10 @@
 // operation stays pending for its owner to drop (or force_complete()): once the handler has
 // (operation_aborted, pending), no purgatory decides its outcome, not even a check of its key
 // already under way on another thread. A request that finds the outcome already decided
-// (completed, or the timeout firing) changes nothing: the wait then completes with that outcome.
-// A request for an operation that no purgatory watches (not yet, or not any more) only ends the
-// wait. Do not request the stop from inside the operation's own try_complete() (as for
-// cancel_for_key()).
+// (completed, or the timeout firing: the timer called its run()) changes nothing: the wait then
+// completes with that outcome. A request for an operation that no purgatory watches (not yet, or
+// not any more) only ends the wait. Do not request the stop from inside the operation's own
+// try_complete() (as for cancel_for_key()).
 //
 // While a cancellable wait is pending it holds a reference to the operation (so a request can
 // reach it); the reference goes when the wait completes.
@@ -69,8 +69,10 @@ inline Withdrawal withdraw(DelayedOperation& op) {
   if (OperationAccess::registry(op) == nullptr || OperationAccess::nodes(op).empty()) {
     return Withdrawal::not_watched;
   }
-  // Timeouts are scheduled under this lock, so a watched operation has one unless it is firing.
-  if (!op.cancel()) return Withdrawal::deciding;
+  // As cancel_for_key(): an expiry that began decides; any other timeout is withdrawn (a run the
+  // timer claimed but has not called yet finds the operation unwatched and does nothing).
+  if (OperationAccess::expiring(op)) return Withdrawal::deciding;
+  (void)op.cancel();
   OperationAccess::detach(op);
   return Withdrawal::withdrawn;
 }

@@ -21,7 +21,9 @@
 //     operation or of the purgatory held, after the lock is released: they may call anything,
 //     including check_and_complete() and try_complete_else_watch() of a new operation.
 // Exceptions escaping a callback are caught and reported to the purgatory's error handler (or
-// stderr when not watched); an exception from try_complete() counts as "not complete".
+// stderr when not watched); an exception from try_complete() counts as "not complete", and is
+// reported once the operation's lock is released (by the thread that releases it), so that the
+// handler, too, runs with no lock of this operation or of the purgatory held.
 #pragma once
 
 #include <atomic>
@@ -92,8 +94,9 @@ class DelayedOperation : public TimerTask {
   void set_outcome_listener(std::unique_ptr<OutcomeListener> listener);
 
   // Lockable: the operation's lock. Hold it to change state that try_complete() reads. On the
-  // last unlock() a completion decided meanwhile runs its callbacks (on this thread), and a check
-  // that was skipped because the lock was held is retried.
+  // last unlock() the exceptions try_complete() threw meanwhile are reported and a completion
+  // decided meanwhile runs its callbacks (both on this thread), and a check that was skipped
+  // because the lock was held is retried.
   void lock() { lock_.lock(); }
   bool try_lock() { return lock_.try_lock(); }
   void unlock();
@@ -124,8 +127,14 @@ class DelayedOperation : public TimerTask {
   // The expiry: the timer calls it when the timeout passes first.
   void run() final;
   // Decides `outcome` unless already decided; the callbacks run on the last unlock. With
-  // only_if_watched, decides only an operation a purgatory watches (shutdown()).
+  // only_if_watched (the expiry), decides only an operation a purgatory still watches: one
+  // withdrawn (cancel_for_key(), a stop request) after the timer claimed the run but before it
+  // called run() is its owner's.
   bool complete_with(Outcome outcome, bool only_if_watched = false);
+  // shutdown(): decides Outcome::shut_down if a purgatory watches the operation, unless its expiry
+  // has begun (run() was called): that expiry decides it, once it has the lock. Returns false
+  // only then.
+  bool shut_down_unless_expiring();
   // safe_try_complete() for `reason` (kDirectCheck or kWatchCheck).
   bool check(std::uint8_t reason);
   // Requires the lock. Whether a purgatory watches the operation now.
@@ -135,6 +144,10 @@ class DelayedOperation : public TimerTask {
   // Runs the callbacks and the listener. No lock held.
   void finish() noexcept;
   void report(std::exception_ptr error, std::string_view where) noexcept;
+  // Requires the lock. Keeps an exception from try_complete() for report_held_errors().
+  void hold_error(std::exception_ptr error) noexcept;
+  // After the last unlock, no lock held: reports what hold_error() kept, in order.
+  void report_held_errors() noexcept;
   // Requires the lock, not inside try_complete(). Runs try_complete() for `reason` and for the
   // notes left meanwhile; returns whether it decided.
   bool run_try_complete_locked(std::uint8_t reason) noexcept;
@@ -148,6 +161,7 @@ class DelayedOperation : public TimerTask {
   std::atomic<Outcome> outcome_{Outcome::pending};  // written under lock_
   std::atomic<std::uint8_t> notes_{0};  // skipped checks (k*Check bits) the holder must redo
   std::atomic<bool> claimed_{false};    // watched once
+  std::atomic<bool> expiring_{false};   // run() was called: the expiry decides, nobody else
   std::atomic<bool> has_listener_{false};
   // kNoListener -> kListening (set_outcome_listener) and/or -> kFinished (callbacks done): who
   // moves it second calls the listener, without a lock.
@@ -155,6 +169,7 @@ class DelayedOperation : public TimerTask {
   bool deferred_ = false;            // guarded by lock_: finish() on last unlock
   bool in_try_complete_ = false;     // guarded by lock_
   bool finish_counted_ = false;      // guarded by lock_: the registry waits for finish()
+  bool errors_held_ = false;         // guarded by lock_: report_held_errors() on the last unlock
   std::uint32_t num_nodes_ = 0;      // guarded by lock_
   std::uint32_t registry_slot_ = 0;  // guarded by lock_: the registry's bookkeeping
   Nanos watched_since_{0};           // written under lock_, atomically (snapshot() reads it)

@@ -13,8 +13,11 @@
 // Errors (exceptions): std::invalid_argument for a null operation or empty keys,
 // OperationAlreadyWatched, PurgatoryShutDown for any call but the getters after shutdown().
 //
-// Locks: a shard lock is held only to link, unlink or copy a key's list, never around user code;
-// lock order is operation, then shard. See delayed_operation.hpp for the locks around callbacks.
+// Locks: a shard lock is held only to link, unlink or copy a key's list, never around
+// try_complete(), the callbacks or the error handler. The key map does run Hash, KeyEqual and
+// Key's copy constructor under it (and under the operation's lock, while watching), so those must
+// not call into the purgatory. Lock order is operation, then shard. See delayed_operation.hpp for
+// the locks around callbacks.
 #pragma once
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -124,9 +128,10 @@ class DelayedOperationPurgatory {
   // cancels its timeout, without deciding an outcome, and returns them: the caller now decides
   // their fate (typically force_complete()); this purgatory never completes, expires or shuts
   // down a returned operation, not even through a check already under way on another thread.
-  // An operation whose outcome is already decided, or whose expiry already started (the timer's
-  // run began), is left alone and not returned. Counted in metrics().cancelled_total. Waits for
-  // each operation's lock, so it must not be called from try_complete().
+  // An operation whose outcome is already decided, or whose expiry already started (the timer
+  // has called its run()), is left alone and not returned; one whose timeout its owner withdrew
+  // (TimerTask::cancel()) is returned like any other. Counted in metrics().cancelled_total.
+  // Waits for each operation's lock, so it must not be called from try_complete().
   std::vector<OperationRef> cancel_for_key(const Key& key) {
     throw_if_shut_down("cancel_for_key");
     Ops ops = copy_watchers(key);
@@ -137,9 +142,11 @@ class DelayedOperationPurgatory {
       std::unique_lock<DelayedOperation> lock(*op);
       if (op->is_completed() || Access::registry(*op) != state_.get()) continue;
       if (Access::nodes(*op).empty()) continue;  // already cancelled through another key
-      // An expiry already under way keeps its course: only an operation whose timeout this call
-      // withdrew is handed back (timeouts are scheduled under the same lock, so it has one).
-      if (!op->cancel()) continue;
+      // An expiry already under way keeps its course. Otherwise the timeout is withdrawn here; if
+      // it cannot be (its owner withdrew it, or the timer claimed the run but has not called
+      // run() yet), there is nothing to withdraw, or the run finds it unwatched and does nothing.
+      if (Access::expiring(*op)) continue;
+      (void)op->cancel();
       Access::detach(*op);
       cancelled.push_back(op);
     }
@@ -177,14 +184,17 @@ class DelayedOperationPurgatory {
   }
 
   // Stops accepting calls, then gives every waiting operation exactly one outcome: those whose
-  // outcome was already being decided (completed by a check, or expired: the timer's run
-  // started; with a timer the purgatory owns, also every timeout already due, which close()
-  // lets run) keep it, all others complete with Outcome::shut_down (their on_complete() sees it
-  // in outcome()). Closes the timer if the purgatory owns it. Returns after the callbacks (and
-  // outcome listener) of every operation that was waiting when it began have run, wherever they
-  // run, except those running on the calling thread (a shutdown() called from a callback).
-  // Idempotent: a second call returns at once. Must not be called while holding a lock that a
-  // callback of this purgatory's operations takes.
+  // outcome was already being decided (completed by a check, or expired: the timer has called its
+  // run(), even if that run still waits for the operation's lock; with a timer the purgatory
+  // owns, also every timeout already due, which close() lets run) keep it, all others complete
+  // with Outcome::shut_down (their on_complete() sees it in outcome()). Closes the timer if the
+  // purgatory owns it. Returns after the callbacks (and outcome listener, and the error handler
+  // for what they threw) of every operation that was waiting when it began have run, wherever
+  // they run (those left to an expiry included), except those running on the calling thread (a
+  // shutdown() called from a callback or from the error handler).
+  // Idempotent: a second call returns at once. Must not be called while holding an operation's
+  // lock (from try_complete(), or between lock() and unlock()) or a lock that a callback of this
+  // purgatory's operations takes.
   void shutdown() {
     if (state_->shut_down.exchange(true)) return;
     for (std::size_t i = 0; i <= mask_; ++i) {
@@ -204,7 +214,9 @@ class DelayedOperationPurgatory {
         PURGATORY_RACE_POINT("DelayedOperationPurgatory::shutdown: found, before completing");
         // Blocks until any other decider (or a refused watch) has unlinked it: the loop always
         // progresses. A refused watch is not decided here: it is not watched when we get its lock.
-        (void)Access::complete_if_watched(*op, Outcome::shut_down);
+        // An operation whose expiry began is that expiry's to decide, as soon as it gets the lock
+        // we just released: until it has unlinked the operation, the loop finds it again.
+        if (!Access::shut_down_unless_expiring(*op)) std::this_thread::yield();
       }
     }
     PURGATORY_RACE_POINT("DelayedOperationPurgatory::shutdown: completed all, before waiting");

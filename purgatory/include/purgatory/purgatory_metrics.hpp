@@ -30,7 +30,8 @@ struct PurgatoryMetrics {
 };
 
 // Receives exceptions escaping an operation's callbacks; `where` names the callback. Called on
-// the thread that ran it, with no lock held. Must not throw.
+// the thread that ran it, with no lock held (for try_complete(), which runs under the operation's
+// lock: once that thread has released it). Must not throw.
 using CallbackErrorHandler = std::function<void(const DelayedOperation& op,
                                                 std::exception_ptr error, std::string_view where)>;
 

@@ -166,6 +166,28 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "asio.hpp: a stop request withdraws an operation whose owner withdrew its timeout "
+    "(TimerTask::cancel()), as cancel_for_key() does: the handler gets (operation_aborted, "
+    "pending)") {
+  ManualPurgatory<int> p;
+  boost::asio::io_context io;
+  auto op = probe(1s);
+  p.purgatory.try_complete_else_watch(op, {1});
+  CHECK(op->cancel());  // "calling it yourself withdraws the timeout" (delayed_operation.hpp)
+  std::stop_source stop;
+  Received r;
+  async_wait_outcome(op, stop.get_token(), recorder(io.get_executor(), r));
+  stop.request_stop();
+  (void)io.run_for(500ms);  // the pending wait is work: run() would not return without it
+  CHECK(r.calls == 1);
+  CHECK(r.ec == boost::asio::error::operation_aborted);
+  CHECK(r.outcome == Outcome::pending);
+  CHECK(p.purgatory.watched() == 0);
+  CHECK(p.purgatory.metrics().cancelled_total == 1);
+  CHECK(op->force_complete());  // the owner decides
+}
+
+TEST_CASE(
     "asio.hpp: stop requests racing checks of the key (seeded schedule): an aborted wait's "
     "operation is never decided by a purgatory; a successful wait reports the operation's own "
     "outcome") {

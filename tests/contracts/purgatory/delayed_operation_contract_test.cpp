@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <concepts>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -394,6 +395,76 @@ TEST_CASE(
   CHECK(reported[1] == "try_complete: condition broke");
   CHECK(reported[2] == "on_complete: complete broke");
   CHECK(reported[3] == "on_expiration: expiration broke");
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: an exception from try_complete() is reported once the operation's "
+    "lock is released, by the thread releasing it, with no lock held: the watch's try, another "
+    "thread's check, and two tries under a lock the caller holds (reported in order at unlock)") {
+  struct Report {
+    std::thread::id thread;
+    bool lock_held;
+    std::string what;
+  };
+  std::mutex mu;
+  std::vector<Report> reports;
+  PurgatoryOptions options;
+  options.on_callback_error = [&](const DelayedOperation& op, std::exception_ptr e,
+                                  std::string_view where) {
+    std::string what(where);
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      what += std::string(": ") + ex.what();
+    }
+    const std::lock_guard<std::mutex> lock(mu);
+    reports.push_back({std::this_thread::get_id(), op.lock_held_by_current_thread(), what});
+  };
+  ManualPurgatory<int> p(options);
+  std::atomic<int> tries{0};
+  std::atomic<bool> fail{false};
+  auto op = make_operation(
+      1s,
+      [&]() -> bool {
+        const int n = tries.fetch_add(1) + 1;
+        // The watch's second try (the first, before the watch, goes to stderr: see above).
+        if (n == 2 || fail.load()) throw std::runtime_error("broke on try " + std::to_string(n));
+        return false;
+      },
+      [] {});
+  const auto self = std::this_thread::get_id();
+  CHECK_FALSE(p.purgatory.try_complete_else_watch(op, {1}));
+  REQUIRE(reports.size() == 1);
+  CHECK(reports[0].what == "try_complete: broke on try 2");
+  CHECK(reports[0].thread == self);
+  CHECK_FALSE(reports[0].lock_held);
+
+  fail = true;
+  std::thread::id checker_id;
+  std::thread checker([&] {
+    checker_id = std::this_thread::get_id();
+    CHECK(p.purgatory.check_and_complete(1) == 0);
+  });
+  checker.join();
+  REQUIRE(reports.size() == 2);
+  CHECK(reports[1].what == "try_complete: broke on try 3");
+  CHECK(reports[1].thread == checker_id);
+  CHECK_FALSE(reports[1].lock_held);
+
+  op->lock();
+  CHECK_FALSE(op->safe_try_complete());
+  CHECK_FALSE(op->safe_try_complete());
+  CHECK(reports.size() == 2);  // not while the caller holds the lock
+  op->unlock();
+  REQUIRE(reports.size() == 4);
+  CHECK(reports[2].what == "try_complete: broke on try 4");
+  CHECK(reports[3].what == "try_complete: broke on try 5");
+  for (std::size_t i = 2; i < 4; ++i) {
+    CHECK(reports[i].thread == self);
+    CHECK_FALSE(reports[i].lock_held);
+  }
+  CHECK(op->outcome() == Outcome::pending);  // each throwing try counts as "not complete"
+  CHECK(p.purgatory.watched() == 1);
 }
 
 TEST_CASE(

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -33,6 +34,15 @@ using contract::Signal;
 struct ThrowingHash {
   std::size_t operator()(int key) const {
     if (key == 666) throw std::runtime_error("cannot hash 666");
+    return std::hash<int>{}(key);
+  }
+};
+
+// Hashes as std::hash; while `probe` is set, calls it first (from whichever thread hashes).
+struct ProbingHash {
+  static inline std::function<void()> probe;
+  std::size_t operator()(int key) const {
+    if (probe) probe();
     return std::hash<int>{}(key);
   }
 };
@@ -488,6 +498,37 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "delayed_operation_purgatory.hpp: the key map runs Hash under a shard lock (so Hash, KeyEqual "
+    "and Key's copy constructor must not call into the purgatory): a snapshot() on another "
+    "thread waits while it runs") {
+  PurgatoryOptions options;
+  options.shards = 1;  // every key in one shard
+  ManualTimer manual;
+  DelayedOperationPurgatory<int, ProbingHash> p(manual.timer, options);
+  int calls = 0;
+  int blocked = 0;
+  std::vector<std::thread> snapshots;
+  ProbingHash::probe = [&] {
+    ++calls;
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    snapshots.emplace_back([&p, done] {
+      (void)p.snapshot();  // takes every shard lock in turn
+      *done = true;
+    });
+    // Not under a shard lock, the snapshot gets through at once; under one, never while we wait.
+    if (!eventually([&] { return done->load(); }, 500ms)) ++blocked;
+  };
+  auto op = probe(1s);
+  p.try_complete_else_watch(op, {1});  // hashes to pick the shard, then in the map, under its lock
+  ProbingHash::probe = nullptr;
+  for (auto& t : snapshots)
+    t.join();
+  MESSAGE(calls << " hashes during the watch, " << blocked << " under a shard lock");
+  CHECK(blocked >= 1);
+  CHECK(op->force_complete());
+}
+
+TEST_CASE(
     "delayed_operation_purgatory.hpp: an operation that stops being watched while a "
     "check_and_complete() is under way (completed, expired, cancelled) is not completed by it") {
   ManualPurgatory<int> p;
@@ -578,6 +619,47 @@ TEST_CASE(
   CHECK(op->outcome() == Outcome::expired);
   CHECK(op->expirations == 1);
   CHECK(p.purgatory.metrics().cancelled_total == 0);
+}
+
+TEST_CASE(
+    "delayed_operation_purgatory.hpp: cancel_for_key() hands back an operation whose owner "
+    "withdrew its timeout (TimerTask::cancel()): it is neither decided nor expiring") {
+  ManualPurgatory<int> p;
+  auto op = probe(1s);
+  p.purgatory.try_complete_else_watch(op, {1, 2});
+  CHECK(op->cancel());  // "calling it yourself withdraws the timeout" (delayed_operation.hpp)
+  const auto handed = p.purgatory.cancel_for_key(1);
+  REQUIRE(handed.size() == 1);
+  CHECK(handed[0] == op);
+  CHECK(p.purgatory.watched() == 0);
+  CHECK(p.purgatory.metrics().cancelled_total == 1);
+  p.purgatory.shutdown();
+  CHECK(op->outcome() == Outcome::pending);  // the caller's to decide
+  CHECK(op->force_complete());
+}
+
+TEST_CASE(
+    "delayed_operation_purgatory.hpp: cancel_for_key() between the timer's claim of the run and "
+    "the run itself: the operation is handed back, and the run that follows does not expire it") {
+  ManualPurgatory<int> p;
+  auto op = probe(5ms);
+  p.purgatory.try_complete_else_watch(op, {1});
+  std::vector<OperationRef> handed;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"ExpiredBatch::run_all: claimed, before run", [&] {
+                                        std::thread t(
+                                            [&] { handed = p.purgatory.cancel_for_key(1); });
+                                        t.join();
+                                      }}}});
+  p.advance(5ms);  // the timer claims the run; cancel_for_key() comes before run() is called
+  CHECK(schedule.hits("claimed, before run") == 1);
+  REQUIRE(handed.size() == 1);
+  CHECK(op->outcome() == Outcome::pending);  // never expired: handed back, the caller's
+  CHECK(op->expirations == 0);
+  CHECK(p.purgatory.metrics().cancelled_total == 1);
+  CHECK(p.purgatory.metrics().expired_total == 0);
+  CHECK(op->force_complete());
 }
 
 TEST_CASE("delayed_operation_purgatory.hpp: cancel_for_key() waits for each operation's lock") {
@@ -801,11 +883,9 @@ TEST_CASE(
   CHECK(p.purgatory.metrics().shut_down_total == 0);
 }
 
-// FAILS: shutdown() decides shut_down while the timer's run() waits for the operation's lock.
 TEST_CASE(
     "delayed_operation_purgatory.hpp: shutdown(): an operation whose expiry already started (the "
-    "timer's run) keeps Outcome::expired" *
-    doctest::skip(true)) {
+    "timer's run) keeps Outcome::expired, and shutdown() returns after its callbacks ran") {
   ManualPurgatory<int> p;
   auto op = probe(5ms);
   p.purgatory.try_complete_else_watch(op, {1});
@@ -826,9 +906,14 @@ TEST_CASE(
   std::thread expiry([&] { p.advance(5ms); });
   REQUIRE(expiry_started.wait());
   p.purgatory.shutdown();
+  CHECK(op->callbacks_done.load());  // on_complete() and on_expiration() ran before it returned
   expiry.join();
+  CHECK(schedule.hits("DelayedOperationPurgatory::shutdown: found") >= 1);
   CHECK(op->outcome() == Outcome::expired);
+  CHECK(op->completions == 1);
   CHECK(op->expirations == 1);
+  CHECK(p.purgatory.metrics().expired_total == 1);
+  CHECK(p.purgatory.metrics().shut_down_total == 0);
 }
 
 TEST_CASE(
@@ -944,6 +1029,76 @@ TEST_CASE(
   };
   CHECK(caller->force_complete());
   CHECK(returned);
+  CHECK(other->outcome() == Outcome::shut_down);
+}
+
+TEST_CASE(
+    "delayed_operation_purgatory.hpp: shutdown() returns after the error handler has reported an "
+    "exception that try_complete() of a waiting operation threw on another thread") {
+  std::atomic<int> reports{0};
+  PurgatoryOptions options;
+  options.on_callback_error = [&](const DelayedOperation&, std::exception_ptr, std::string_view) {
+    std::this_thread::sleep_for(20ms);  // a shutdown() that does not wait for it returns meanwhile
+    reports.fetch_add(1);
+  };
+  ManualPurgatory<int> p(options);
+  std::atomic<bool> fail{false};
+  auto op = make_operation(
+      1s,
+      [&]() -> bool {
+        if (fail.load()) throw std::runtime_error("condition broke");
+        return false;
+      },
+      [] {});
+  p.purgatory.try_complete_else_watch(op, {1});
+  fail = true;
+  Signal released;
+  Signal shutdown_waiting;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"DelayedOperation::report_held_errors: lock released",
+                                      [&] {
+                                        released.set();
+                                        (void)shutdown_waiting.wait(200ms);
+                                      }},
+                                     {"DelayedOperationPurgatory::shutdown: completed all",
+                                      [&] { shutdown_waiting.set(); }}}});
+  std::thread checker([&] { CHECK(p.purgatory.check_and_complete(1) == 0); });
+  REQUIRE(released.wait());  // the check released the lock; its report is under way
+  p.purgatory.shutdown();    // the operation is free to decide: shut_down
+  CHECK(reports.load() == 1);
+  checker.join();
+  CHECK(schedule.hits("shutdown: completed all") == 1);
+  CHECK(op->outcome() == Outcome::shut_down);
+}
+
+TEST_CASE(
+    "delayed_operation_purgatory.hpp: shutdown() called from the error handler, reporting what "
+    "try_complete() threw, returns (it does not wait for that report)") {
+  ManualPurgatory<int>* purgatory = nullptr;
+  bool returned = false;
+  PurgatoryOptions options;
+  options.on_callback_error = [&](const DelayedOperation&, std::exception_ptr, std::string_view) {
+    purgatory->purgatory.shutdown();
+    returned = true;
+  };
+  ManualPurgatory<int> p(options);
+  purgatory = &p;
+  bool fail = false;
+  auto op = make_operation(
+      1s,
+      [&]() -> bool {
+        if (fail) throw std::runtime_error("condition broke");
+        return false;
+      },
+      [] {});
+  auto other = probe(1s);
+  p.purgatory.try_complete_else_watch(op, {1});
+  p.purgatory.try_complete_else_watch(other, {1});
+  fail = true;
+  CHECK(p.purgatory.check_and_complete(1) == 0);
+  CHECK(returned);
+  CHECK(op->outcome() == Outcome::shut_down);
   CHECK(other->outcome() == Outcome::shut_down);
 }
 

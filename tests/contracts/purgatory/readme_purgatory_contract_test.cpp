@@ -5,13 +5,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include <doctest/doctest.h>
 
 #include "../../purgatory/purgatory_test_support.hpp"
+#include "purgatory_contract_support.hpp"
 
 using namespace std::chrono_literals;
 
@@ -83,6 +87,60 @@ TEST_CASE(
   CHECK(responded.load() - start >= 500ms);  // never early
   CHECK(fetches.metrics().completed_total == 1);
   CHECK(fetches.metrics().expired_total == 1);
+}
+
+TEST_CASE(
+    "README: no library lock is held while your callbacks run, except the operation's own lock "
+    "around its try_complete(): each callback (and the error handler) may take every shard lock") {
+  PurgatoryOptions options;
+  options.name = "fetch";
+  DelayedOperationPurgatory<std::string>* fetches = nullptr;
+  // A shard lock held by this thread would deadlock here (snapshot() takes every one in turn).
+  auto use_every_shard = [&] {
+    (void)fetches->check_and_complete("elsewhere");
+    (void)fetches->snapshot();
+  };
+  std::atomic<int> errors{0};
+  std::atomic<bool> error_with_lock{false};
+  options.on_callback_error = [&](const DelayedOperation& op, std::exception_ptr,
+                                  std::string_view) {
+    if (op.lock_held_by_current_thread()) error_with_lock = true;
+    use_every_shard();
+    errors.fetch_add(1);
+  };
+  ManualTimer manual;
+  DelayedOperationPurgatory<std::string> purgatory(manual.timer, options);
+  fetches = &purgatory;
+  std::atomic<bool> throw_once{false};
+  auto hooks = [&](const contract::ProbeRef& op) {
+    op->on_try = [&] {
+      use_every_shard();
+      if (throw_once.exchange(false)) throw std::runtime_error("log unavailable");
+      return false;
+    };
+    op->on_done = use_every_shard;
+    op->on_expired = use_every_shard;
+  };
+  auto fetch = contract::probe(500ms);
+  auto slow = contract::probe(500ms);
+  hooks(fetch);
+  hooks(slow);
+  purgatory.try_complete_else_watch(fetch, {"orders-0"});
+  purgatory.try_complete_else_watch(slow, {"orders-1"});
+  throw_once = true;
+  CHECK(purgatory.check_and_complete("orders-0") == 0);  // try_complete() throws: reported
+  fetch->completable = true;
+  CHECK(purgatory.check_and_complete("orders-0") == 1);
+  manual.advance(500ms);  // slow expires
+  CHECK(fetch->outcome() == Outcome::completed);
+  CHECK(slow->outcome() == Outcome::expired);
+  CHECK(errors == 1);
+  CHECK_FALSE(error_with_lock.load());
+  for (const auto& op : {fetch, slow}) {
+    CHECK_FALSE(op->try_without_lock.load());    // try_complete(): the operation's lock, held
+    CHECK_FALSE(op->callback_with_lock.load());  // on_complete(), on_expiration(): none
+    CHECK(op->callbacks_done.load());
+  }
 }
 
 TEST_CASE(

@@ -81,9 +81,10 @@ struct OperationAccess {
   static bool complete_with(DelayedOperation& op, Outcome outcome) {
     return op.complete_with(outcome);
   }
-  // As complete_with(), only if `op` is still watched (shutdown()).
-  static bool complete_if_watched(DelayedOperation& op, Outcome outcome) {
-    return op.complete_with(outcome, /*only_if_watched=*/true);
+  // shutdown(): decides Outcome::shut_down if `op` is still watched, unless its expiry has begun.
+  // Returns false when it left `op` to that expiry (still watched until the expiry has the lock).
+  static bool shut_down_unless_expiring(DelayedOperation& op) {
+    return op.shut_down_unless_expiring();
   }
 
   // Requires op's lock. Checks skipped while the lock was held by a watch now refused are void.
@@ -97,6 +98,10 @@ struct OperationAccess {
   static std::uint32_t registry_slot(const DelayedOperation& op) noexcept {
     return op.registry_slot_;
   }
+
+  // Whether op's expiry has begun (the timer called its run(), which decides a watched op as
+  // soon as it has the lock): cancel_for_key(), a stop request and shutdown() leave it alone.
+  static bool expiring(const DelayedOperation& op) noexcept { return op.expiring_.load(); }
 
   // Requires op's lock; op pending, watched, its timeout cancelled. Stops watching it without
   // deciding an outcome (cancel_for_key). The caller holds a reference.

@@ -23,6 +23,9 @@ class PurgatoryState : public WatchRegistry {
 
   void report_error(const DelayedOperation& op, std::exception_ptr error,
                     std::string_view where) noexcept override;
+  std::uint32_t hold_error(DelayedOperation& op) noexcept override;
+  void report_held_error(const DelayedOperation& op, std::uint32_t slot, std::exception_ptr error,
+                         std::string_view where) noexcept override;
 
   // Counts one operation of `slot` as decided but not finished (its callbacks yet to run).
   void count_finishing(std::uint32_t slot) noexcept;
@@ -58,6 +61,10 @@ class PurgatoryState : public WatchRegistry {
     std::atomic<std::int32_t> count{0};
   };
   std::unique_ptr<Finishing[]> finishing_;
+
+  // The calling thread runs (then has run) user code counted in `slot`.
+  void enter_finishing(std::uint32_t slot) noexcept;
+  void leave_finishing(std::uint32_t slot) noexcept;
 };
 
 }  // namespace purgatory::detail

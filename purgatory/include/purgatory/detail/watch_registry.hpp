@@ -64,6 +64,15 @@ class WatchRegistry : public boost::intrusive_ref_counter<WatchRegistry> {
   // Reports an exception thrown by one of op's callbacks. No lock held.
   virtual void report_error(const DelayedOperation& op, std::exception_ptr error,
                             std::string_view where) noexcept = 0;
+
+  // An exception that op's try_complete() threw, with op's lock held and op watched, is reported
+  // only once that lock is released (report_held_error()); until then it counts as finishing, so
+  // that shutdown() waits for the report too. Called with op's lock held; returns the slot to
+  // pass to report_held_error().
+  virtual std::uint32_t hold_error(DelayedOperation& op) noexcept = 0;
+  // Reports an error hold_error() counted in `slot`, then stops counting it. No lock held.
+  virtual void report_held_error(const DelayedOperation& op, std::uint32_t slot,
+                                 std::exception_ptr error, std::string_view where) noexcept = 0;
 };
 
 // The purgatory's access to an operation's watch state (kept private from users).
