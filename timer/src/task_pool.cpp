@@ -9,6 +9,31 @@
 namespace purgatory::detail {
 namespace {
 
+// Sized delete where the compiler has it (clang 14 needs -fsized-deallocation), else plain delete.
+void heap_free(void* block, [[maybe_unused]] std::size_t size) noexcept {
+#if defined(__cpp_sized_deallocation)
+  ::operator delete(block, size);
+#else
+  ::operator delete(block);
+#endif
+}
+
+}  // namespace
+
+#ifdef PURGATORY_TASK_POOL_OFF
+
+// Under AddressSanitizer every block goes to the heap, so that a use after free is reported.
+void* pool_allocate(std::size_t size) {
+  return ::operator new(size);
+}
+void pool_deallocate(void* block, std::size_t size) noexcept {
+  heap_free(block, size);
+}
+
+#else
+
+namespace {
+
 constexpr std::size_t kClasses = kMaxPooled / kPoolGranule;
 // Blocks moved between a thread and the depot at once.
 constexpr std::uint32_t kBatch = 256;
@@ -44,7 +69,7 @@ Depot& depot(std::size_t cls) {
 void free_list(FreeBlock* head, std::size_t bytes) noexcept {
   while (head != nullptr) {
     FreeBlock* next = head->next;
-    ::operator delete(static_cast<void*>(head), bytes);
+    heap_free(head, bytes);
     head = next;
   }
 }
@@ -116,7 +141,6 @@ Cache* cache() noexcept {
 }  // namespace
 
 void* pool_allocate(std::size_t size) {
-#ifndef PURGATORY_TASK_POOL_OFF
   if (size != 0 && size <= kMaxPooled) {
     const std::size_t cls = class_of(size);
     if (Cache* c = cache()) {
@@ -135,17 +159,15 @@ void* pool_allocate(std::size_t size) {
     }
     return ::operator new(bytes_of(cls));
   }
-#endif
   return ::operator new(size);
 }
 
 void pool_deallocate(void* block, std::size_t size) noexcept {
-#ifndef PURGATORY_TASK_POOL_OFF
   if (size != 0 && size <= kMaxPooled) {
     const std::size_t cls = class_of(size);
     Cache* c = cache();
     if (c == nullptr) {
-      ::operator delete(block, bytes_of(cls));
+      heap_free(block, bytes_of(cls));
       return;
     }
     auto* b = static_cast<FreeBlock*>(block);
@@ -159,8 +181,9 @@ void pool_deallocate(void* block, std::size_t size) noexcept {
     }
     return;
   }
-#endif
-  ::operator delete(block, size);
+  heap_free(block, size);
 }
+
+#endif  // PURGATORY_TASK_POOL_OFF
 
 }  // namespace purgatory::detail
