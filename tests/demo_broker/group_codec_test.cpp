@@ -27,7 +27,7 @@ pb::Bytes request_frame(int key, int version, const pb::Bytes& body) {
 
 }  // namespace
 
-TEST_CASE("FindCoordinator round-trips at v0..v2; v1+ carry key_type and error_message") {
+TEST_CASE("FindCoordinator round-trips at v0..v2, v1+ carry key_type and error_message") {
   for (std::int16_t v = 0; v <= 2; ++v) {
     CAPTURE(v);
     pb::FindCoordinatorRequest req{"orders-group", pb::kCoordinatorKeyGroup};
@@ -55,7 +55,7 @@ TEST_CASE("FindCoordinator round-trips at v0..v2; v1+ carry key_type and error_m
         bytes({0, 0, 0, 17, 0, 0, 0, 5, 0, 0, 0, 0, 0, 7, 0, 1, 'h', 0, 0, 0x23, 0x84}));
 }
 
-TEST_CASE("JoinGroup round-trips at v0..v4; v0 has no rebalance timeout, v2+ a throttle time") {
+TEST_CASE("JoinGroup round-trips at v0..v4, v0 has no rebalance timeout, v2+ a throttle time") {
   for (std::int16_t v = 0; v <= 4; ++v) {
     CAPTURE(v);
     pb::JoinGroupRequest req;
@@ -114,7 +114,7 @@ TEST_CASE("SyncGroup round-trips at v0..v2") {
   }
 }
 
-TEST_CASE("Heartbeat (v0..v2) and LeaveGroup (v0..v1) round-trip; v1 adds the throttle time") {
+TEST_CASE("Heartbeat (v0..v2) and LeaveGroup (v0..v1) round-trip, v1 adds the throttle time") {
   for (std::int16_t v = 0; v <= 2; ++v) {
     CAPTURE(v);
     pb::HeartbeatRequest req{"g1", 7, "m-1"};
@@ -176,7 +176,7 @@ TEST_CASE("OffsetCommit v2 matches Kafka's layout: generation, member, retention
   CHECK(pb::encode_request(req, 2, 1, std::string("c")) == request_frame(8, 2, body));
 }
 
-TEST_CASE("OffsetFetch round-trips at v0..v5; only v2+ can ask for every partition (null)") {
+TEST_CASE("OffsetFetch round-trips at v0..v5, only v2+ can ask for every partition (null)") {
   for (std::int16_t v = 0; v <= 5; ++v) {
     CAPTURE(v);
     pb::OffsetFetchRequest req{"g1", std::vector<pb::OffsetFetchTopic>{{"orders", {0, 1, 2}}}};

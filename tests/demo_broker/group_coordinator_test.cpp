@@ -480,7 +480,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "JoinGroup v4: MEMBER_ID_REQUIRED hands out an id; one never used expires after "
+    "JoinGroup v4: MEMBER_ID_REQUIRED hands out an id, one never used expires after "
     "the 6000 ms session timeout") {
   Harness h;
   const auto first = h.join("g", "", true);
@@ -569,7 +569,7 @@ TEST_CASE("committed offsets: a restarted consumer resumes after its group's las
 }
 
 TEST_CASE(
-    "commits without a group (generation -1): stored; unknown partitions and long "
+    "commits without a group (generation -1): stored, unknown partitions and long "
     "metadata refused per partition") {
   Harness h;
   pb::OffsetCommitRequest req{"assigner", -1, "", -1, {}};
@@ -597,7 +597,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "DescribeGroups: members with their assignment once Stable; unknown groups are "
+    "DescribeGroups: members with their assignment once Stable, unknown groups are "
     "Dead") {
   StableGroup g;
   const pb::DescribedGroup d = g.h.describe("g");

@@ -46,7 +46,7 @@ pb::JoinGroupRequest join(const std::string& member_id, std::int32_t session = k
 
 TEST_CASE(
     "JoinGroup v4 through the broker: MEMBER_ID_REQUIRED, then 200 ms in the join "
-    "purgatory; FindCoordinator names this broker") {
+    "purgatory, FindCoordinator names this broker") {
   pb::test::LogCapture log;
   pb::BrokerRunner broker(group_config(log));
   pb::Client c("kcat-like");

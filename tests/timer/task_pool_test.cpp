@@ -23,7 +23,7 @@ using purgatory::detail::pool_deallocate;
 
 }  // namespace
 
-TEST_CASE("task pool: every size gets a distinct, aligned, writable block; large ones too") {
+TEST_CASE("task pool: every size gets a distinct, aligned, writable block, large ones too") {
   std::vector<std::pair<void*, std::size_t>> blocks;
   for (std::size_t size : {1, 8, 63, 64, 65, 128, 200, 511, 512, 513, 4096}) {
     for (int k = 0; k < 300; ++k) {  // past one batch per class

@@ -27,7 +27,7 @@ struct OutcomeTask : CountingTask {
 
 }  // namespace
 
-TEST_CASE("SystemTimer bases: a thread adds to its own base; bases default to a power of two") {
+TEST_CASE("SystemTimer bases: a thread adds to its own base, bases default to a power of two") {
   purgatory::SystemTimer timer(
       purgatory::TimerOptions{.driver = purgatory::TimerOptions::Driver::external, .bases = 3});
   CHECK(timer.base_count() == 4);
@@ -41,7 +41,7 @@ TEST_CASE("SystemTimer bases: a thread adds to its own base; bases default to a 
 
 TEST_CASE(
     "SystemTimer bases: a task added from one base's thread and cancelled from another's runs "
-    "never; one moved from another thread runs once, at its new deadline") {
+    "never, one moved from another thread runs once, at its new deadline") {
   ManualTimer m(1ms, 20, 0, 4);
   purgatory::detail::set_timer_thread_slot(0);
   auto a = purgatory::make_task<CountingTask>();

@@ -51,7 +51,7 @@ auto recorder(Executor ex, Received& r, const contract::Probe* op = nullptr) {
 
 TEST_CASE(
     "asio.hpp: the handler gets no error and the outcome (completed, expired, shut_down) once the "
-    "operation ended and its callbacks ran; exactly once, posted to its executor") {
+    "operation ended and its callbacks ran, exactly once, posted to its executor") {
   ManualPurgatory<int> p;
   boost::asio::io_context io;
   auto completed = probe(1s);
@@ -135,7 +135,7 @@ TEST_CASE(
 TEST_CASE(
     "asio.hpp: a stop request withdraws the operation as cancel_for_key() does: timeout "
     "cancelled, every key left, counted in cancelled_total, no outcome, on_complete() does not "
-    "run; the handler gets (operation_aborted, pending); the owner decides") {
+    "run, the handler gets (operation_aborted, pending), the owner decides") {
   ManualPurgatory<int> p;
   boost::asio::io_context io;
   auto op = probe(10ms);
@@ -189,7 +189,7 @@ TEST_CASE(
 
 TEST_CASE(
     "asio.hpp: stop requests racing checks of the key (seeded schedule): an aborted wait's "
-    "operation is never decided by a purgatory; a successful wait reports the operation's own "
+    "operation is never decided by a purgatory, a successful wait reports the operation's own "
     "outcome") {
   const int n = rounds(200, 40);
   int aborted = 0;
@@ -331,7 +331,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "asio.hpp: a pending cancellable wait holds a reference to the operation; the reference goes "
+    "asio.hpp: a pending cancellable wait holds a reference to the operation, the reference goes "
     "when the wait completes") {
   auto sentinel = std::make_shared<int>(0);
   std::weak_ptr<int> alive = sentinel;
@@ -372,7 +372,7 @@ TEST_CASE(
 
 TEST_CASE(
     "asio.hpp: at most one wait per operation: a second throws std::logic_error and a null "
-    "operation std::invalid_argument; their handlers are never called") {
+    "operation std::invalid_argument, their handlers are never called") {
   ManualPurgatory<int> p;
   boost::asio::io_context io;
   auto op = probe(1s);

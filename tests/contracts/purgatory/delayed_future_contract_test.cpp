@@ -49,7 +49,7 @@ struct Response {
 
 TEST_CASE(
     "delayed_future.hpp: SharedFuture::get() returns the value, rethrows the stored exception, "
-    "and throws std::logic_error before it is done; is_done() tells") {
+    "and throws std::logic_error before it is done, is_done() tells") {
   Promise<int> value;
   Promise<int> error;
   const SharedFuture<int> fv = value.get_future();
@@ -69,7 +69,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_future.hpp: when_done() runs at once on this thread if done, else on the thread that "
-    "completes it; no lock is held while it runs") {
+    "completes it, no lock is held while it runs") {
   Promise<int> promise;
   const SharedFuture<int> future = promise.get_future();
   std::thread::id ran_on;
@@ -99,7 +99,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "delayed_future.hpp: Promise is thread-safe; completing twice throws std::logic_error: of two "
+    "delayed_future.hpp: Promise is thread-safe, completing twice throws std::logic_error: of two "
     "racing completions one wins, the callbacks run once") {
   Promise<int> twice;
   twice.set_value(1);
@@ -212,7 +212,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "delayed_future.hpp: DelayedFuturePurgatory::try_complete_else_watch() returns the operation; "
+    "delayed_future.hpp: DelayedFuturePurgatory::try_complete_else_watch() returns the operation, "
     "whether it completed at once is its is_completed()") {
   ManualTimer manual;
   DelayedFuturePurgatory<int> purgatory(manual.timer);
@@ -235,7 +235,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "delayed_future.hpp: DelayedFuturePurgatory: default options name it \"delayed-future\"; "
+    "delayed_future.hpp: DelayedFuturePurgatory: default options name it \"delayed-future\", "
     "shutdown() gives waiting operations Outcome::shut_down") {
   ManualTimer manual;
   DelayedFuturePurgatory<int> purgatory(manual.timer);

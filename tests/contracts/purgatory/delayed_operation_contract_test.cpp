@@ -59,7 +59,7 @@ void check_callbacks_sound(const contract::Probe& op) {
 TEST_CASE(
     "delayed_operation.hpp: exactly one outcome per operation, decided under its lock, so "
     "try_complete() and the callbacks never overlap (checks, force_complete, expiry and shutdown "
-    "racing; every public member from any thread; seeded schedule)") {
+    "racing, every public member from any thread, seeded schedule)") {
   const int n = rounds(150, 30);
   int outcomes[4] = {0, 0, 0, 0};
   std::uint64_t decide_points = 0;
@@ -356,7 +356,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation.hpp: exceptions escaping a callback are caught and reported to the "
-    "purgatory's error handler; an exception from try_complete() counts as not complete") {
+    "purgatory's error handler, an exception from try_complete() counts as not complete") {
   std::vector<std::string> reported;
   PurgatoryOptions options;
   options.on_callback_error = [&](const DelayedOperation&, std::exception_ptr e,
@@ -482,8 +482,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "delayed_operation.hpp: OutcomeListener is told once, after the callbacks; "
-    "set_outcome_listener() calls it at once if the callbacks already ran; a second listener "
+    "delayed_operation.hpp: OutcomeListener is told once, after the callbacks, "
+    "set_outcome_listener() calls it at once if the callbacks already ran, a second listener "
     "throws std::logic_error, a null one std::invalid_argument") {
   std::atomic<int> calls{0};
   std::atomic<Outcome> seen{Outcome::pending};
@@ -613,7 +613,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation.hpp: force_complete(): exactly one of 8 threads and the expiry wins and "
-    "gets true; the winner's on_complete() has run when it returns (seeded schedule)") {
+    "gets true, the winner's on_complete() has run when it returns (seeded schedule)") {
   const int n = rounds(100, 20);
   int expiry_won = 0;
   for (int round = 0; round < n; ++round) {
@@ -751,7 +751,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "delayed_operation.hpp: was_watched() is true once a purgatory accepted the operation; "
+    "delayed_operation.hpp: was_watched() is true once a purgatory accepted the operation, "
     "try_complete_else_watch() may be called once") {
   ManualPurgatory<int> p;
   ManualPurgatory<int> other;
@@ -794,7 +794,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation.hpp: try_lock() fails while another thread holds the lock, succeeds for "
-    "the holder; lock_held_by_current_thread() is true only for the holder") {
+    "the holder, lock_held_by_current_thread() is true only for the holder") {
   auto op = probe(1s);
   CHECK_FALSE(op->lock_held_by_current_thread());
   CHECK(op->try_lock());
@@ -822,7 +822,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation.hpp: on_complete() runs exactly once whoever completes and outcome() tells "
-    "how; on_expiration() runs once, after on_complete(), only when the timeout won") {
+    "how, on_expiration() runs once, after on_complete(), only when the timeout won") {
   ManualPurgatory<int> p;
   auto by_check = probe(1s);
   auto by_force = probe(1s);
@@ -855,7 +855,7 @@ concept MakesOperation = requires(C c, F f, E e) {
 
 TEST_CASE(
     "delayed_operation.hpp: make_operation(timeout, condition, on_complete[, on_expiration]): "
-    "condition() -> bool; on_complete() or on_complete(Outcome); on_expiration()") {
+    "condition() -> bool, on_complete() or on_complete(Outcome), on_expiration()") {
   ManualPurgatory<int> p;
   bool ready = false;
   int plain_completions = 0;

@@ -108,7 +108,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation_purgatory.hpp: errors: std::invalid_argument for a null operation or empty "
-    "keys; OperationAlreadyWatched; each message names the purgatory") {
+    "keys, OperationAlreadyWatched, each message names the purgatory") {
   PurgatoryOptions options;
   options.name = "orders";
   ManualPurgatory<int> p(options);
@@ -164,7 +164,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation_purgatory.hpp: constructors: a null shared timer and a shard count outside "
-    "[1, 65536] throw std::invalid_argument naming the value; shards round up to a power of two") {
+    "[1, 65536] throw std::invalid_argument naming the value, shards round up to a power of two") {
   CHECK_THROWS_AS(DelayedOperationPurgatory<int>(std::shared_ptr<SystemTimer>{}),
                   std::invalid_argument);
   ManualTimer manual;
@@ -188,7 +188,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation_purgatory.hpp: a purgatory with its own SystemTimer builds it from "
-    "options.timer (named after the purgatory unless named) and closes it in shutdown(); a "
+    "options.timer (named after the purgatory unless named) and closes it in shutdown(), a "
     "shared timer is not closed") {
   ManualClock clock;
   PurgatoryOptions options;
@@ -238,7 +238,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation_purgatory.hpp: try_complete_else_watch() tries, watches on every key, "
-    "tries once more, and only then schedules the timeout; returns false while it waits") {
+    "tries once more, and only then schedules the timeout, returns false while it waits") {
   ManualPurgatory<int> p;
   auto op = probe(1s);
   std::size_t watched_at_second_try = 0;
@@ -419,8 +419,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "delayed_operation_purgatory.hpp: check_and_complete() returns how many this call completed; "
-    "they leave every key at once; 0 for a key nobody watches") {
+    "delayed_operation_purgatory.hpp: check_and_complete() returns how many this call completed, "
+    "they leave every key at once, 0 for a key nobody watches") {
   ManualPurgatory<int> p;
   auto a = probe(1s);
   auto b = probe(1s);
@@ -564,7 +564,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation_purgatory.hpp: cancel_for_key() stops watching every operation on the key "
     "(on all its keys), cancels its timeout, decides no outcome, returns them, counts them in "
-    "cancelled_total; the purgatory never expires or shuts them down") {
+    "cancelled_total, the purgatory never expires or shuts them down") {
   ManualPurgatory<int> p;
   auto a = probe(10ms);
   auto b = probe(10ms);
@@ -685,7 +685,7 @@ TEST_CASE("delayed_operation_purgatory.hpp: cancel_for_key() waits for each oper
 TEST_CASE(
     "delayed_operation_purgatory.hpp: cancel_for_key() racing checks, expiries and shutdown "
     "(seeded schedule): each operation is handed back (then decided by its caller) or decided by "
-    "the purgatory, never both; the totals agree") {
+    "the purgatory, never both, the totals agree") {
   const int n = rounds(150, 30);
   std::uint64_t handed_total = 0;
   for (int round = 0; round < n; ++round) {
@@ -778,7 +778,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation_purgatory.hpp: watched() and num_delayed() read during concurrent watches "
-    "and completions are never negative (never above the pairs ever linked; seeded schedule)") {
+    "and completions are never negative (never above the pairs ever linked, seeded schedule)") {
   const int n = rounds(30, 8);
   std::uint64_t sum_pauses = 0;
   for (int round = 0; round < n; ++round) {
@@ -918,7 +918,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation_purgatory.hpp: shutdown() with a timer the purgatory owns: a timeout "
-    "already due keeps Outcome::expired (close() lets it run); the others are shut down") {
+    "already due keeps Outcome::expired (close() lets it run), the others are shut down") {
   ManualClock clock;
   PurgatoryOptions options;
   options.timer = ManualTimer::options(clock);
@@ -1176,7 +1176,7 @@ TEST_CASE(
 
 TEST_CASE(
     "delayed_operation_purgatory.hpp: thread-safe: every member from any thread, including from "
-    "callbacks, while shutdown() runs; one outcome each, none for a refused watch, and the totals "
+    "callbacks, while shutdown() runs, one outcome each, none for a refused watch, and the totals "
     "agree with the outcomes (seeded schedule)") {
   const int n = rounds(60, 12);
   for (int round = 0; round < n; ++round) {

@@ -92,7 +92,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "latency_histogram.hpp: negative values count as 0; empty: count 0 and every percentile 0; "
+    "latency_histogram.hpp: negative values count as 0, empty: count 0 and every percentile 0, "
     "reset() empties it") {
   LatencyHistogram h;
   CHECK(h.count() == 0);
@@ -136,7 +136,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "latency_histogram.hpp: Snapshot: every counter and the sum; count(); count_at_most(bound) is "
+    "latency_histogram.hpp: Snapshot: every counter and the sum, count(), count_at_most(bound) is "
     "a lower bound that misses only values up to 12.5% under the bound") {
   LatencyHistogram h;
   std::mt19937_64 rng(5);
@@ -169,7 +169,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "latency_histogram.hpp: thread-safe: 4 threads record while another reads; nothing is lost") {
+    "latency_histogram.hpp: thread-safe: 4 threads record while another reads, nothing is lost") {
   LatencyHistogram h;
   const int per_thread = contract::rounds(50000, 10000);
   std::atomic<bool> done{false};

@@ -15,7 +15,7 @@ namespace {
 
 TEST_CASE(
     "operation_lock.hpp: Lockable and re-entrant: the owner may lock again and must unlock as "
-    "often; depth() counts; other threads are kept out until the last unlock()") {
+    "often, depth() counts, other threads are kept out until the last unlock()") {
   OperationLock lock;
   lock.lock();
   lock.lock();

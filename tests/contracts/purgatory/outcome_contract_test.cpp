@@ -9,7 +9,7 @@
 namespace purgatory::test {
 namespace {
 
-TEST_CASE("outcome.hpp: to_string() names each outcome; an out-of-range value is \"unknown\"") {
+TEST_CASE("outcome.hpp: to_string() names each outcome, an out-of-range value is \"unknown\"") {
   static_assert(to_string(Outcome::pending) == "pending");  // constexpr
   CHECK(to_string(Outcome::pending) == "pending");
   CHECK(to_string(Outcome::completed) == "completed");

@@ -23,9 +23,9 @@ using contract::probe;
 using contract::ProbeRef;
 
 TEST_CASE(
-    "purgatory_metrics.hpp: the gauges and totals: watched and delayed now; completed (by "
+    "purgatory_metrics.hpp: the gauges and totals: watched and delayed now, completed (by "
     "try_complete or force_complete, also on the first try), expired, shut_down and cancelled "
-    "(handed back) totals; named after the purgatory") {
+    "(handed back) totals, named after the purgatory") {
   PurgatoryOptions options;
   options.name = "Fetch";
   ManualPurgatory<int> p(options);
@@ -69,7 +69,7 @@ TEST_CASE(
 
 TEST_CASE(
     "purgatory_metrics.hpp: waited: from watch to outcome, over every outcome (completed, "
-    "expired, shut down; not the handed back), as a summary and every bucket with the sum") {
+    "expired, shut down, not the handed back), as a summary and every bucket with the sum") {
   ManualPurgatory<int> p;
   auto completed = probe(1s);
   auto expired = probe(30ms);
@@ -189,8 +189,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "purgatory_metrics.hpp: PurgatoryOptions: name names the metrics and the errors; a null "
-    "on_callback_error prints to stderr; shards are rounded up to a power of two") {
+    "purgatory_metrics.hpp: PurgatoryOptions: name names the metrics and the errors, a null "
+    "on_callback_error prints to stderr, shards are rounded up to a power of two") {
   PurgatoryOptions options;
   options.name = "DeleteRecords";
   options.shards = 3;

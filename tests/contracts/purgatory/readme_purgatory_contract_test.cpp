@@ -41,7 +41,7 @@ class Log {
 
 TEST_CASE(
     "README: the long-poll fetch example: completes once 1000 bytes are available when the key "
-    "is checked, or after 500 ms with what there is; each gets exactly one response") {
+    "is checked, or after 500 ms with what there is, each gets exactly one response") {
   // The README writes PurgatoryOptions{.name = "fetch"}; -Wextra (this build) warns about the
   // members a designated initializer leaves out, so the same options are spelled out here.
   purgatory::PurgatoryOptions options;

@@ -83,7 +83,7 @@ TEST_CASE(
 
 TEST_CASE(
     "regression (issue 11): timer async_wait with a plain lambda runs the handler on Asio's "
-    "system executor; bound to an io_context it keeps run() busy until it completes") {
+    "system executor, bound to an io_context it keeps run() busy until it completes") {
   SystemTimer timer;  // real clock, its own threads
   Signal called;
   std::atomic<bool> on_caller{true};

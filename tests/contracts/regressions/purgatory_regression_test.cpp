@@ -197,7 +197,7 @@ TEST_CASE(
 
 TEST_CASE(
     "regression (issue 11.7): an operation cancel_for_key() handed back is never completed by a "
-    "check already under way; its owner's force_complete() wins") {
+    "check already under way, its owner's force_complete() wins") {
   ManualPurgatory<int> p;
   auto op = mock(1s);
   p.purgatory.try_complete_else_watch(op, {1});

@@ -73,7 +73,7 @@ TEST_CASE(
 
 TEST_CASE(
     "regression (issue 11): drain(): a task run by the executor while drain() closes the timer "
-    "is refused with Reason::draining; after drain() returned, Reason::closed") {
+    "is refused with Reason::draining, after drain() returned, Reason::closed") {
   // The timer's own ThreadExecutor: drain() waits for the wheel to empty, close() then lets the
   // executor finish the tasks that already expired. The first of them holds the executor until
   // the timer is closed, so the second runs (and re-adds itself) after close() began.

@@ -54,7 +54,7 @@ bool has_thread_named(const std::string& name) {
 }  // namespace
 
 TEST_CASE(
-    "asio.hpp: AsioExecutor posts one handler per batch; the batch's tasks run one after the "
+    "asio.hpp: AsioExecutor posts one handler per batch, the batch's tasks run one after the "
     "other on the io_context's thread") {
   ManualClock clock;
   boost::asio::io_context io;
@@ -93,7 +93,7 @@ TEST_CASE(
 
 TEST_CASE(
     "asio.hpp: AsioDriver drives the timer from the io_context with no timer thread: 40 tasks "
-    "run once, none early, on the io_context's thread; io.run() returns once nothing is "
+    "run once, none early, on the io_context's thread, io.run() returns once nothing is "
     "pending") {
   AsioTimer a("drv40");
   AsioDriver driver(a.io.get_executor(), a.timer);

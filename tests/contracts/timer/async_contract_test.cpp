@@ -124,7 +124,7 @@ TEST_CASE(
 
 TEST_CASE(
     "async.hpp: a pending wait bound to an io_context is outstanding work: run() does not return "
-    "while it is pending; a plain lambda's wait keeps no io_context busy") {
+    "while it is pending, a plain lambda's wait keeps no io_context busy") {
   ManualTimer m;
   boost::asio::io_context io;
   Completions c{io, {}};

@@ -86,7 +86,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "clock.hpp: ManualClock is thread-safe: 4 threads advance while 2 read; every step counts "
+    "clock.hpp: ManualClock is thread-safe: 4 threads advance while 2 read, every step counts "
     "and no reader sees now() decrease") {
   ManualClock clock;
   std::atomic<bool> stop{false};

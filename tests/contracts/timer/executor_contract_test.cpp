@@ -111,7 +111,7 @@ TEST_CASE(
 
 TEST_CASE(
     "executor.hpp: the claim decides between run_all() and cancel(): a cancel() just before it "
-    "returns true and the task does not run; one just after returns false and the run happens") {
+    "returns true and the task does not run, one just after returns false and the run happens") {
   struct Case {
     const char* point;
     bool cancel_wins;
@@ -165,7 +165,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "executor.hpp: run_all() runs the tasks on the calling thread, then empties the batch; an "
+    "executor.hpp: run_all() runs the tasks on the calling thread, then empties the batch, an "
     "executor may move the batch out and run it later on another thread") {
   struct Later final : purgatory::Executor {
     std::vector<ExpiredBatch> held;
@@ -225,7 +225,7 @@ TEST_CASE(
 
 TEST_CASE(
     "executor.hpp: run_all() never throws: an exception goes to the TaskErrorHandler with its "
-    "task; one thrown by the handler itself is dropped and the batch goes on") {
+    "task, one thrown by the handler itself is dropped and the batch goes on") {
   std::vector<std::string> reported;
   std::vector<const TimerTask*> reported_tasks;
   Timed t(std::make_shared<InlineExecutor>(), [&](const TimerTask& task, std::exception_ptr e) {
@@ -278,7 +278,7 @@ TEST_CASE("executor.hpp: InlineExecutor runs batches on the thread that advances
 
 TEST_CASE(
     "executor.hpp: ThreadExecutor: one worker thread, named as given (15 characters kept), runs "
-    "batches in the order given; shutdown() runs what is queued, then joins; idempotent; batches "
+    "batches in the order given, shutdown() runs what is queued, then joins, idempotent, batches "
     "given after it run on the caller's thread") {
   auto worker = std::make_shared<ThreadExecutor>("abcdefghijklmnopqrstu");
   Timed t(worker);

@@ -82,7 +82,7 @@ TEST_CASE(
 
 TEST_CASE(
     "periodic_task.hpp: missed runs: after a stall the late run happens once, the deadlines "
-    "missed are skipped, and the next is the first grid deadline after it; none is early") {
+    "missed are skipped, and the next is the first grid deadline after it, none is early") {
   SUBCASE("fixed rate") {
     ManualTimer m;
     std::vector<Nanos> at;
@@ -362,7 +362,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "periodic_task.hpp: cancel() between runs returns true; run_once() is not called after "
+    "periodic_task.hpp: cancel() between runs returns true, run_once() is not called after "
     "cancel() returned") {
   ManualTimer m;
   auto task = purgatory::make_periodic([] {});
@@ -376,7 +376,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "periodic_task.hpp: cancel() from another thread during a run returns false; that run "
+    "periodic_task.hpp: cancel() from another thread during a run returns false, that run "
     "finishes and no later run happens") {
   ManualTimer m;
   std::atomic<int> finished{0};
@@ -492,7 +492,7 @@ TEST_CASE(
 
 TEST_CASE(
     "periodic_task.hpp: start() throws std::invalid_argument naming a period <= 0, and "
-    "TimerRejected on a closed timer; nothing is scheduled") {
+    "TimerRejected on a closed timer, nothing is scheduled") {
   ManualTimer m;
   auto task = purgatory::make_periodic([] {});
   CHECK_THROWS_WITH_AS(task->start(m.timer, 0ms, 0ms, PeriodicTask::Mode::fixed_rate),
@@ -581,7 +581,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "periodic_task.hpp: start() of a scheduled task restarts it with the new schedule; start() "
+    "periodic_task.hpp: start() of a scheduled task restarts it with the new schedule, start() "
     "after cancel() starts it again") {
   ManualTimer m;
   std::vector<Nanos> at;
@@ -615,7 +615,7 @@ TEST_CASE("periodic_task.hpp: an initial delay <= 0 runs the first run at once")
 }
 
 TEST_CASE(
-    "periodic_task.hpp: run_count() counts the runs so far; an exception from run_once() is "
+    "periodic_task.hpp: run_count() counts the runs so far, an exception from run_once() is "
     "reported by the timer and the schedule goes on") {
   ManualClock clock;
   std::atomic<int> reported{0};

@@ -160,7 +160,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "system_timer.hpp: with nothing pending the reaper sleeps without any wake-up; an add() wakes "
+    "system_timer.hpp: with nothing pending the reaper sleeps without any wake-up, an add() wakes "
     "it, and the clock jumps to the next bucket instead of ticking") {
   SystemTimer timer(TimerOptions{.name = "idle"});  // real clock, reaper thread, 1 ms tick
   std::this_thread::sleep_for(100ms);
@@ -180,7 +180,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "system_timer.hpp: by default expired tasks run on a thread the timer owns, not the caller's; "
+    "system_timer.hpp: by default expired tasks run on a thread the timer owns, not the caller's, "
     "TimerOptions::name names the reaper and executor threads") {
   SystemTimer timer(TimerOptions{.name = "named"});
   std::string ran_on;
@@ -210,7 +210,7 @@ TEST_CASE(
 
 TEST_CASE(
     "system_timer.hpp: kMaxDelay (about 100 years) is accepted by add() and add_at() in every "
-    "tick and clock configuration; one nanosecond more is refused naming the value") {
+    "tick and clock configuration, one nanosecond more is refused naming the value") {
   struct Config {
     Nanos tick;
     int wheel_size;
@@ -395,7 +395,7 @@ TEST_CASE(
 
 TEST_CASE(
     "system_timer.hpp: max_pending bounds the tasks in the wheel: the add past it throws "
-    "TimerRejected (pending_limit) naming the limit; moving a pending task is accepted") {
+    "TimerRejected (pending_limit) naming the limit, moving a pending task is accepted") {
   ManualTimer m(1ms, 20, /*max_pending=*/3);
   std::vector<TaskRef> tasks;
   for (int i = 0; i < 4; ++i)
@@ -594,7 +594,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "system_timer.hpp: reschedule() racing expiry on a 2-thread executor: one run either way; "
+    "system_timer.hpp: reschedule() racing expiry on a 2-thread executor: one run either way, "
     "true leaves it pending for the new deadline, false means its run already started (seeded "
     "schedule, 40 "
     "rounds)") {
@@ -687,7 +687,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "system_timer.hpp: advance_clock(): max_wait <= 0 never blocks; it returns whether any "
+    "system_timer.hpp: advance_clock(): max_wait <= 0 never blocks, it returns whether any "
     "bucket was due") {
   ManualTimer m;
   CHECK_FALSE(m.timer.advance_clock(Nanos::zero()));
@@ -765,7 +765,7 @@ TEST_CASE(
 
 TEST_CASE(
     "system_timer.hpp: size() counts the tasks in the wheel, not those expired and waiting for "
-    "the executor; size_per_level() lists them finest level first") {
+    "the executor, size_per_level() lists them finest level first") {
   ManualClock clock;
   auto stash = std::make_shared<StashExecutor>();
   SystemTimer timer(
@@ -813,7 +813,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "system_timer.hpp: clock(), tick() and name() are the options given; by default SteadyClock, "
+    "system_timer.hpp: clock(), tick() and name() are the options given, by default SteadyClock, "
     "1 ms ticks and 20 slots per level") {
   SystemTimer defaults(TimerOptions{.driver = TimerOptions::Driver::external});
   CHECK(defaults.tick() == 1ms);
@@ -906,7 +906,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "system_timer.hpp: on_task_error receives what a task throws; with none, the error is "
+    "system_timer.hpp: on_task_error receives what a task throws, with none, the error is "
     "printed to stderr naming the timer, and the timer keeps running") {
   ManualClock clock;
   const std::string printed = capture_stderr([&] {

@@ -159,7 +159,7 @@ TEST_CASE(
 
 TEST_CASE(
     "system_timer.hpp: exactly one outcome per task (README): it runs, cancel() returned true, or "
-    "close() handed it back; nothing runs after close() returned (real clock, seeded schedule, 10 "
+    "close() handed it back, nothing runs after close() returned (real clock, seeded schedule, 10 "
     "rounds)") {
   std::uint64_t hits = 0;
   for (std::uint64_t round = 0; round < 10; ++round) {
@@ -229,7 +229,7 @@ TEST_CASE(
 
 TEST_CASE(
     "system_timer.hpp: drain() refuses adds with Reason::draining, cancels periodic tasks, waits "
-    "until every pending task has run, then closes; nothing is handed back") {
+    "until every pending task has run, then closes, nothing is handed back") {
   ManualClock clock;
   SystemTimer timer(TimerOptions{.name = "drain",
                                  .clock = &clock,

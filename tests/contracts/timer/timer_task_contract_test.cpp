@@ -133,7 +133,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "timer_task.hpp: fire and forget: a caller may drop its reference right after add(); the "
+    "timer_task.hpp: fire and forget: a caller may drop its reference right after add(), the "
     "task runs once, then is destroyed") {
   ManualTimer m;
   std::atomic<bool> destroyed{false};
@@ -414,7 +414,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "timer_task.hpp: run() runs on the timer's executor, never before the deadline; an exception "
+    "timer_task.hpp: run() runs on the timer's executor, never before the deadline, an exception "
     "escaping it is reported and the timer keeps running") {
   ManualClock clock;
   auto pool = std::make_shared<PoolExecutor>(1);

@@ -103,7 +103,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "timer_task_list.hpp: remove() unlinks the task; pop() returns each remaining task once, then "
+    "timer_task_list.hpp: remove() unlinks the task, pop() returns each remaining task once, then "
     "null") {
   auto tasks = make_tasks(20);
   TimerTaskList list;
@@ -125,7 +125,7 @@ TEST_CASE(
 
 TEST_CASE(
     "timer_task_list.hpp: flush() unlinks each task before calling fn, which may add it to "
-    "another list; the bucket's expiration is reset") {
+    "another list, the bucket's expiration is reset") {
   auto tasks = make_tasks(10);
   TimerTaskList from;
   TimerTaskList to;
@@ -168,7 +168,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "timer_task_list.hpp: expiration() is kNoExpiration when unused; set_expiration() returns "
+    "timer_task_list.hpp: expiration() is kNoExpiration when unused, set_expiration() returns "
     "whether the value changed") {
   TimerTaskList list;
   CHECK(list.expiration() == TimerTaskList::kNoExpiration);

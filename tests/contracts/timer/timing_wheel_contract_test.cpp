@@ -58,7 +58,7 @@ TEST_CASE(
 
 TEST_CASE(
     "timing_wheel.hpp: add() returns false and leaves the task untouched when expiration < "
-    "current_time() + tick(); true when it places it") {
+    "current_time() + tick(), true when it places it") {
   TimingWheel wheel(10, 8, 1000);
   auto tasks = make_tasks(2);
   CHECK_FALSE(wheel.add(*tasks[0], 1009));
@@ -88,7 +88,7 @@ TEST_CASE("timing_wheel.hpp: a task is placed in the bucket that starts at or be
 
 TEST_CASE(
     "timing_wheel.hpp: overflow wheels are created on first use, each with a tick equal to the "
-    "interval below; short timeouts need one level") {
+    "interval below, short timeouts need one level") {
   TimingWheel wheel(1, 20, 0);
   auto tasks = make_tasks(3);
   REQUIRE(wheel.add(*tasks[0], 19));
@@ -166,7 +166,7 @@ TEST_CASE(
 
 TEST_CASE(
     "timing_wheel.hpp: expire_next() expires the earliest bucket only when due by the time given, "
-    "advancing the clock to it; re-adding cascades each task down until it is due at its own "
+    "advancing the clock to it, re-adding cascades each task down until it is due at its own "
     "tick (500 random tasks, 3 levels and more)") {
   TimingWheel wheel(1, 8, 0);
   std::mt19937_64 rng(3);
@@ -197,7 +197,7 @@ TEST_CASE(
 TEST_CASE(
     "timing_wheel.hpp: expire_due() takes every task due by the time given, bucket after bucket in "
     "time "
-    "order; fn returning false stops early and the rest waits for the next call") {
+    "order, fn returning false stops early and the rest waits for the next call") {
   TimingWheel wheel(1, 8, 0);
   auto tasks = make_tasks(30);
   std::map<const TimerTask*, std::int64_t> expiration;
@@ -231,7 +231,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "timing_wheel.hpp: drain() unlinks every task of every level; for_each_task() visits each "
+    "timing_wheel.hpp: drain() unlinks every task of every level, for_each_task() visits each "
     "without unlinking") {
   TimingWheel wheel(1, 4, 0);
   auto tasks = make_tasks(12);
