@@ -215,6 +215,12 @@ class TimerWait {
     task_ = nullptr;
   }
 
+  // Whether a cancellation was requested already: a stop requested before the call.
+  bool cancel_requested() {
+    const std::lock_guard<std::recursive_mutex> lock(mu_);
+    return cancel_requested_;
+  }
+
   // The initiating call added the task: from now on a request cancels it; one that came earlier
   // is honoured here.
   void scheduled() {
@@ -275,6 +281,9 @@ struct InitiateTimerWait {
     wait->completion().watch_cancellation(wait, &Wait::request_cancel, std::move(stop));
     const boost::intrusive_ptr<TimerWaitTask<std::decay_t<Handler>, R>> task(
         new TimerWaitTask<std::decay_t<Handler>, R>(wait));
+    // A stop requested before the call: never added (with a delay <= 0 the task could run inside
+    // add()). Dropping the task completes the wait with operation_aborted.
+    if (wait->cancel_requested()) return;
     try {
       timer->add(task, delay);
     } catch (...) {
