@@ -162,7 +162,10 @@ struct InitiateOutcomeWait {
 // Waits for `op`'s outcome; completion signature void(boost::system::error_code, Outcome).
 // At most one wait per operation (it takes the operation's single outcome listener): a second
 // throws std::logic_error; a null `op` throws std::invalid_argument; then the handler is never
-// called. Cancellable through the handler's cancellation slot (Boost >= 1.77).
+// called. Cancellable through the handler's cancellation slot (Boost >= 1.77). With a coroutine
+// token (use_awaitable) those throws are a programming error Boost 1.74 cannot pass on: it runs
+// the initiation inside a noexcept function, so a second wait on one operation calls
+// std::terminate() there (a null `op` still throws from this call, before anything is awaited).
 template <class CompletionToken>
 auto async_wait_outcome(const OperationRef& op, CompletionToken&& token) {
   if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
