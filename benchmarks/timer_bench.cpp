@@ -453,6 +453,10 @@ void move_pending(benchmark::State& state) {
 // threads:1 is the scaling. One timer (ours: its bases; Asio: one io_context, run by a thread of
 // its own so that the aborted handlers run) shared by the threads.
 constexpr int kMaxThreads = 8;
+// The probes are created one after the other, so neighbours in memory; threads' probes sit
+// kProbeStride tasks apart so that two threads never write one cache line (that would measure
+// the harness's false sharing, not the timer: a server's request threads make their own tasks).
+constexpr std::size_t kProbeStride = 8;
 
 template <class Impl>
 struct SharedImpl {
@@ -462,7 +466,7 @@ struct SharedImpl {
 template <class Impl>
 void shared_setup(const benchmark::State& state) {
   const auto pending = static_cast<std::size_t>(state.range(0));
-  SharedImpl<Impl>::impl = std::make_unique<Impl>(pending + kMaxThreads);
+  SharedImpl<Impl>::impl = std::make_unique<Impl>(pending + kMaxThreads * kProbeStride);
   schedule_pending(*SharedImpl<Impl>::impl, pending, kCancelSpan);
   if constexpr (std::is_same_v<Impl, AsioImpl>) SharedImpl<Impl>::impl->start_io_thread();
 }
@@ -476,8 +480,8 @@ void shared_teardown(const benchmark::State&) {
 template <class Impl>
 void add_cancel_threads(benchmark::State& state) {
   Impl& impl = *SharedImpl<Impl>::impl;
-  const std::size_t probe =
-      static_cast<std::size_t>(state.range(0)) + static_cast<std::size_t>(state.thread_index());
+  const std::size_t probe = static_cast<std::size_t>(state.range(0)) +
+                            static_cast<std::size_t>(state.thread_index()) * kProbeStride;
   const auto delays = random_delays(kTableSize, kCancelSpan, kSeed + 7 + state.thread_index());
   std::size_t next = 0;
   std::uint64_t cancelled = 0;
