@@ -34,7 +34,7 @@ inline constexpr bool kTaskPoolOn = false;
 #else
 inline constexpr bool kTaskPoolOn = true;
 #endif
-inline constexpr std::size_t kPoolGranule = 64;
+inline constexpr std::size_t kPoolGranule = 16;
 inline constexpr std::size_t kMaxPooled = 512;
 
 // `size` bytes, aligned for any object of at most alignof(std::max_align_t). Throws
