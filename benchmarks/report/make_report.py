@@ -48,6 +48,19 @@ def load_timer(path):
     return data.get("context", {}), ns, errors
 
 
+def load_threads(path):
+    """{(impl, threads): pairs per second} of the AddCancelThreads medians."""
+    with open(path) as f:
+        data = json.load(f)
+    out = {}
+    for b in data["benchmarks"]:
+        m = re.match(r"BM_(\w+?)_AddCancelThreads/\d+/real_time/threads:(\d+)",
+                     b.get("run_name", b["name"]))
+        if m and b.get("aggregate_name") == "median" and b.get("items_per_second"):
+            out[(m.group(1), int(m.group(2)))] = b["items_per_second"]
+    return out
+
+
 def load_bursts(directory):
     """[{impl: run}] from timer_burst_<k>.json, one entry per run of timer_burst."""
     runs = []
@@ -286,6 +299,26 @@ def main():
         w(f"| {pending_label(p)} | " + " | ".join(fmt_ns(ns.get(("Wheel", m, p))) for m in MOVES)
           + f" | {ratio(ns.get(('Wheel', 'Reschedule', p)), ns.get(('Wheel', 'CancelAdd', p)))} |")
     w("")
+
+    threads = load_threads(os.path.join(args.dir, "timer_bench.json"))
+    thread_impls = sorted({k[0] for k in threads}, key=lambda i: (i != "Wheel", i))
+    if threads:
+        w("### Adds and cancels from two threads: AddCancelThreads")
+        w("")
+        w("One timer with 1,000,000 tasks pending (added by the setup thread); each benchmark thread adds")
+        w("and cancels its own task, as a server's request threads do with their timeouts. Pairs per")
+        w("second over all threads, on the real clock, median of the repetitions; the last column is the")
+        w("2-thread figure over the 1-thread one (2.00 would be perfect scaling on 2 cores). Ours: each")
+        w("thread adds to its own timer base. Asio: one io_context, run by a thread of its own.")
+        w("")
+        w("| impl | 1 thread, M pairs/s | 2 threads, M pairs/s | 2 threads / 1 thread |")
+        w("|---|---:|---:|---:|")
+        for impl in thread_impls:
+            one, two = threads.get((impl, 1)), threads.get((impl, 2))
+            cell = lambda v: f"{v / 1e6:.2f}" if v else "n/a"
+            w(f"| {impl} | {cell(one)} | {cell(two)} | "
+              f"{f'{two / one:.2f}' if one and two else 'n/a'} |")
+        w("")
 
     if bursts and burst_impls:
         w("## Timer: a burst on the real clock")
