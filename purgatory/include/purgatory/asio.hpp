@@ -36,6 +36,7 @@
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
 #include <utility>
 
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -45,6 +46,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/system/error_code.hpp>
+#include <boost/system/system_error.hpp>
 
 #include "purgatory/delayed_operation.hpp"
 #include "purgatory/detail/operation_access.hpp"
@@ -78,8 +80,8 @@ inline Withdrawal withdraw(DelayedOperation& op) {
 }
 
 // One async_wait_outcome: the completion, and the operation while a cancellation may need it.
-// Thread-safe.
-template <class Handler>
+// Thread-safe. R says how a refusal reaches the handler (as for the timer's waits).
+template <class Handler, Refusal R = Refusal::thrown>
 class OutcomeWait {
  public:
   explicit OutcomeWait(Handler handler) : completion_(std::move(handler)) {}
@@ -87,7 +89,13 @@ class OutcomeWait {
   AsyncCompletion<Handler>& completion() noexcept { return completion_; }
 
   void finish(boost::system::error_code ec, Outcome outcome) {
-    if (completion_.complete(ec, outcome)) release();
+    bool first = false;
+    if constexpr (R == Refusal::completed) {
+      first = completion_.complete(std::exception_ptr(), ec, outcome);
+    } else {
+      first = completion_.complete(ec, outcome);
+    }
+    if (first) release();
   }
 
   // Keeps `op` reachable for cancellation requests, unless the wait already completed.
@@ -125,28 +133,35 @@ class OutcomeWait {
 };
 
 // The operation's single outcome listener, relaying to the wait. Called once, by the operation.
-template <class Handler>
+template <class Handler, Refusal R>
 class OutcomeRelay final : public OutcomeListener {
  public:
-  explicit OutcomeRelay(std::shared_ptr<OutcomeWait<Handler>> wait) : wait_(std::move(wait)) {}
+  explicit OutcomeRelay(std::shared_ptr<OutcomeWait<Handler, R>> wait) : wait_(std::move(wait)) {}
   void on_outcome(Outcome outcome) noexcept override {
     wait_->finish(boost::system::error_code(), outcome);
   }
 
  private:
-  std::shared_ptr<OutcomeWait<Handler>> wait_;
+  std::shared_ptr<OutcomeWait<Handler, R>> wait_;
 };
 
+template <Refusal R>
 struct InitiateOutcomeWait {
   template <class Handler>
   void operator()(Handler&& handler, const OperationRef& op, std::stop_token stop) const {
-    using Wait = OutcomeWait<std::decay_t<Handler>>;
+    using Wait = OutcomeWait<std::decay_t<Handler>, R>;
     auto wait = std::make_shared<Wait>(std::forward<Handler>(handler));
     try {
-      op->set_outcome_listener(std::make_unique<OutcomeRelay<std::decay_t<Handler>>>(wait));
+      op->set_outcome_listener(std::make_unique<OutcomeRelay<std::decay_t<Handler>, R>>(wait));
     } catch (...) {
-      wait->completion().abandon();
-      throw;
+      if constexpr (R == Refusal::completed) {
+        wait->completion().complete(std::current_exception(), boost::system::error_code(),
+                                    Outcome::pending);
+        return;
+      } else {
+        wait->completion().abandon();
+        throw;
+      }
     }
     wait->completion().accepted();  // outstanding work from here (a refusal leaves none behind)
     // Held before the requests are routed: a stop already requested withdraws it right here.
@@ -157,28 +172,82 @@ struct InitiateOutcomeWait {
   }
 };
 
+template <class CompletionToken>
+auto initiate_outcome_wait(CompletionToken&& token, const OperationRef& op, std::stop_token stop) {
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Outcome)>(
+      InitiateOutcomeWait<Refusal::thrown>{}, token, op, std::move(stop));
+}
+
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+// async_wait_outcome() with a coroutine token (use_awaitable, redirect_error(use_awaitable, ec)).
+// As await_timer_wait(): Boost 1.74 runs the initiation inside a noexcept await_suspend(), so this
+// one never throws; a refusal (a second wait) reaches the co_await below as an exception_ptr,
+// which use_awaitable rethrows, and so the caller's co_await of this coroutine.
+template <class Executor>
+boost::asio::awaitable<Outcome, Executor> await_outcome(
+    OperationRef op, std::stop_token stop, boost::asio::use_awaitable_t<Executor> token,
+    boost::system::error_code* redirect) {
+  const auto [ec, outcome] =
+      co_await boost::asio::async_initiate<boost::asio::use_awaitable_t<Executor>,
+                                           void(std::exception_ptr, boost::system::error_code,
+                                                Outcome)>(InitiateOutcomeWait<Refusal::completed>{},
+                                                          token, op, std::move(stop));
+  if (redirect != nullptr) {
+    *redirect = ec;
+  } else if (ec) {
+    throw boost::system::system_error(ec);
+  }
+  co_return outcome;
+}
+
+template <class Executor>
+auto await_outcome(const OperationRef& op, std::stop_token stop,
+                   boost::asio::use_awaitable_t<Executor> token) {
+  return await_outcome(op, std::move(stop), token, nullptr);
+}
+
+template <class Executor>
+auto await_outcome(const OperationRef& op, std::stop_token stop,
+                   boost::asio::redirect_error_t<boost::asio::use_awaitable_t<Executor>> token) {
+  return await_outcome(op, std::move(stop), token.token_, &token.ec_);
+}
+#endif
+
+template <class CompletionToken>
+auto dispatch_outcome_wait(const OperationRef& op, std::stop_token stop, CompletionToken&& token) {
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+  if constexpr (AwaitableToken<std::decay_t<CompletionToken>>::value) {
+    return await_outcome(op, std::move(stop), token);
+  } else {
+    return initiate_outcome_wait(std::forward<CompletionToken>(token), op, std::move(stop));
+  }
+#else
+  return initiate_outcome_wait(std::forward<CompletionToken>(token), op, std::move(stop));
+#endif
+}
+
 }  // namespace detail
 
 // Waits for `op`'s outcome; completion signature void(boost::system::error_code, Outcome).
 // At most one wait per operation (it takes the operation's single outcome listener): a second
 // throws std::logic_error; a null `op` throws std::invalid_argument; then the handler is never
 // called. Cancellable through the handler's cancellation slot (Boost >= 1.77). With a coroutine
-// token (use_awaitable) those throws are a programming error Boost 1.74 cannot pass on: it runs
-// the initiation inside a noexcept function, so a second wait on one operation calls
-// std::terminate() there (a null `op` still throws from this call, before anything is awaited).
+// token, use_awaitable or redirect_error(use_awaitable, ec), a second wait throws its
+// std::logic_error at the co_await (the coroutine may catch it; nothing else happens), and a
+// null `op` throws from this call, before anything is awaited. Boost 1.74 runs a coroutine
+// token's initiation inside a noexcept function: another token built on use_awaitable would meet
+// std::terminate() there on a second wait.
 template <class CompletionToken>
 auto async_wait_outcome(const OperationRef& op, CompletionToken&& token) {
   if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
-  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Outcome)>(
-      detail::InitiateOutcomeWait{}, token, op, std::stop_token());
+  return detail::dispatch_outcome_wait(op, std::stop_token(), std::forward<CompletionToken>(token));
 }
 
 // As above; a stop requested on `stop` cancels the wait and withdraws the operation.
 template <class CompletionToken>
 auto async_wait_outcome(const OperationRef& op, std::stop_token stop, CompletionToken&& token) {
   if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
-  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Outcome)>(
-      detail::InitiateOutcomeWait{}, token, op, std::move(stop));
+  return detail::dispatch_outcome_wait(op, std::move(stop), std::forward<CompletionToken>(token));
 }
 
 }  // namespace purgatory

@@ -13,6 +13,12 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#endif
 
 #include "../../purgatory/purgatory_test_support.hpp"
 #include "../contract_support.hpp"
@@ -398,6 +404,58 @@ TEST_CASE(
   CHECK(second.calls == 0);
   CHECK(null.calls == 0);
 }
+
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+TEST_CASE(
+    "asio.hpp: with use_awaitable, a second wait throws std::logic_error at its co_await, the "
+    "coroutine catches it and the first wait still gets the outcome") {
+  ManualPurgatory<int> p;
+  boost::asio::io_context io;
+  auto op = probe(1s);
+  p.purgatory.try_complete_else_watch(op, {1});
+  Outcome first = Outcome::pending;
+  int refused = 0;
+  int refused_redirected = 0;
+  bool went_on = false;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        first = co_await async_wait_outcome(op, boost::asio::use_awaitable);
+      },
+      boost::asio::detached);
+  io.poll();  // the first wait holds the operation's listener now
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        try {
+          (void)co_await async_wait_outcome(op, boost::asio::use_awaitable);
+        } catch (const std::logic_error&) {
+          ++refused;
+        }
+        boost::system::error_code ec;
+        try {
+          std::stop_source stop;
+          (void)co_await async_wait_outcome(
+              op, stop.get_token(), boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+        } catch (const std::logic_error&) {
+          ++refused_redirected;  // an exception, not an error code: still thrown
+        }
+        went_on = true;
+      },
+      boost::asio::detached);
+  io.poll();
+  CHECK(refused == 1);
+  CHECK(refused_redirected == 1);
+  CHECK(went_on);
+  CHECK(p.purgatory.watched() == 1);  // the refused waits withdrew nothing
+  CHECK(op->force_complete());
+  io.run();
+  CHECK(first == Outcome::completed);
+  // A null operation throws from the call itself, before anything is awaited.
+  CHECK_THROWS_AS((void)async_wait_outcome(OperationRef(), boost::asio::use_awaitable),
+                  std::invalid_argument);
+}
+#endif
 
 TEST_CASE("asio.hpp: with use_future, the future holds the outcome") {
   ManualPurgatory<int> p;
