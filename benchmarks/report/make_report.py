@@ -54,7 +54,7 @@ def load_threads(path):
         data = json.load(f)
     out = {}
     for b in data["benchmarks"]:
-        m = re.match(r"BM_(\w+?)_AddCancelThreads/\d+/real_time/threads:(\d+)",
+        m = re.match(r"BM_(\w+?)_AddCancelThreads/\d+/(?:min_time:[\d.]+/)?real_time/threads:(\d+)",
                      b.get("run_name", b["name"]))
         if m and b.get("aggregate_name") == "median" and b.get("items_per_second"):
             out[(m.group(1), int(m.group(2)))] = b["items_per_second"]
