@@ -200,8 +200,8 @@ void DelayedOperation::finish() noexcept {
     const std::unique_ptr<OutcomeListener> listener = std::move(listener_);
     listener->on_outcome(how);
   }
-  const boost::intrusive_ptr<detail::WatchRegistry> registry = std::move(registry_);
-  if (counted) registry->finished(*this);
+  detail::WatchRegistry* const registry = std::exchange(registry_, nullptr);
+  if (counted) registry->finished(*this);  // the last touch of the registry
 }
 
 void DelayedOperation::set_outcome_listener(std::unique_ptr<OutcomeListener> listener) {
@@ -240,7 +240,7 @@ void DelayedOperation::hold_error(std::exception_ptr error) noexcept {
   // decided, and then registry_ belongs to the thread that finishes it.
   if (registry_ && watched_locked()) {
     HeldError& held = t_held_errors.back();
-    held.registry = registry_;
+    held.registry.reset(registry_);
     held.slot = registry_->hold_error(*this);
   }
   errors_held_ = true;

@@ -277,7 +277,7 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
     // A task scheduled here stays in its base (moved in place); any other goes to ours.
     detail::TimerBase& base =
         TimerTask::phase_of(s) == TimerTask::kScheduled && owns(held) ? *held : my_base();
-    std::unique_lock<std::mutex> lock(base.mu);
+    std::unique_lock<detail::AdaptiveMutex> lock(base.mu);
     if (closed_.load(std::memory_order_relaxed) || draining_.load(std::memory_order_relaxed)) {
       // While drain() runs (its last expired tasks included) the reason stays `draining`.
       const bool draining = draining_.load(std::memory_order_relaxed);
@@ -393,7 +393,7 @@ void SystemTimer::queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept {
 bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base) noexcept {
   std::uint64_t before = 0;
   {
-    std::lock_guard<std::mutex> guard(base.mu);
+    std::lock_guard<detail::AdaptiveMutex> guard(base.mu);
     const std::uint32_t s = task.state();
     if (TimerTask::phase_of(s) != TimerTask::kScheduled ||
         task.base_.load(std::memory_order_relaxed) != &base) {
@@ -437,7 +437,7 @@ std::optional<std::int64_t> SystemTimer::next_wake(std::int64_t now) const {
     if (!best || t < *best) best = t;
   };
   for (const auto& b : bases_) {
-    const std::lock_guard<std::mutex> guard(b->mu);
+    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
     if (b->pending == 0) continue;
     if (const auto e = b->wheel.next_expiration()) consider(*e);
     for (int level = 1; level < b->wheel.levels(); ++level) {
@@ -456,7 +456,7 @@ std::optional<std::int64_t> SystemTimer::next_wake(std::int64_t now) const {
 std::size_t SystemTimer::total_pending() const {
   std::size_t n = 0;
   for (const auto& b : bases_) {
-    const std::lock_guard<std::mutex> guard(b->mu);
+    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
     n += b->pending;
   }
   return n;
@@ -512,7 +512,7 @@ bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained) {
 bool SystemTimer::service(std::int64_t now) {
   // This pass's share of the ahead-of-time cascading, per base and level.
   for (const auto& b : bases_) {
-    const std::lock_guard<std::mutex> guard(b->mu);
+    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
     const auto levels = static_cast<std::size_t>(b->wheel.levels());
     b->ahead_quota.assign(levels, 0);
     b->ahead_due.resize(levels, kNobody);
@@ -538,7 +538,7 @@ bool SystemTimer::service(std::int64_t now) {
     for (std::size_t k = 0; k < bases_.size(); ++k) {
       detail::TimerBase& b = *bases_[(first + k) & base_mask_];
       {
-        const std::lock_guard<std::mutex> guard(b.mu);
+        const std::lock_guard<detail::AdaptiveMutex> guard(b.mu);
         const bool done = expire_due(b, now, batch);
         if (!done || !batch.empty()) {
           // Due tasks first; the cascade's slice comes once this base has nothing due.
@@ -605,7 +605,7 @@ std::size_t SystemTimer::size() const {
 std::vector<std::size_t> SystemTimer::size_per_level() const {
   std::vector<std::size_t> sizes;
   for (const auto& b : bases_) {
-    const std::lock_guard<std::mutex> guard(b->mu);
+    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
     std::size_t level = 0;
     for (const TimingWheel* w = &b->wheel; w != nullptr; w = w->overflow_wheel(), ++level) {
       if (sizes.size() <= level) sizes.resize(level + 1, 0);
@@ -618,7 +618,7 @@ std::vector<std::size_t> SystemTimer::size_per_level() const {
 std::size_t SystemTimer::wheel_memory_bytes() const {
   std::size_t n = 0;
   for (const auto& b : bases_) {
-    const std::lock_guard<std::mutex> guard(b->mu);
+    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
     n += b->wheel.memory_bytes();
   }
   return n;
@@ -627,7 +627,7 @@ std::size_t SystemTimer::wheel_memory_bytes() const {
 std::optional<Nanos> SystemTimer::next_expiration() const {
   std::optional<std::int64_t> best;
   for (const auto& b : bases_) {
-    const std::lock_guard<std::mutex> guard(b->mu);
+    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
     const auto e = b->wheel.next_expiration();
     if (e && (!best || *e < *best)) best = e;
   }
@@ -662,7 +662,7 @@ std::vector<TaskRef> SystemTimer::drain(Nanos max_wait) {
   std::vector<boost::intrusive_ptr<PeriodicTask>> periodic;
   std::int64_t until = kForever;
   {
-    std::vector<std::unique_lock<std::mutex>> locks;
+    std::vector<std::unique_lock<detail::AdaptiveMutex>> locks;
     for (const auto& b : bases_)
       locks.emplace_back(b->mu);
     if (closed_.load()) return {};
@@ -696,7 +696,7 @@ std::vector<TaskRef> SystemTimer::drain(Nanos max_wait) {
 std::vector<TaskRef> SystemTimer::close() {
   std::vector<TaskRef> handed_back;
   {
-    std::vector<std::unique_lock<std::mutex>> locks;
+    std::vector<std::unique_lock<detail::AdaptiveMutex>> locks;
     for (const auto& b : bases_)
       locks.emplace_back(b->mu);
     if (closed_.exchange(true)) return handed_back;

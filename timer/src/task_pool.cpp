@@ -37,8 +37,8 @@ namespace {
 constexpr std::size_t kClasses = kMaxPooled / kPoolGranule;
 // Blocks moved between a thread and the depot at once.
 constexpr std::uint32_t kBatch = 256;
-// Blocks the depot keeps per class; beyond it, batches go back to the heap.
-constexpr std::size_t kDepotBlocks = std::size_t{64} * 1024;
+// Bytes the depot keeps per class; beyond it, batches go back to the heap.
+constexpr std::size_t kDepotBytes = std::size_t{4} * 1024 * 1024;
 
 struct FreeBlock {
   FreeBlock* next;
@@ -79,7 +79,7 @@ void give_batch(std::size_t cls, FreeBlock* batch) noexcept {
   Depot& d = depot(cls);
   {
     const std::lock_guard<std::mutex> lock(d.mu);
-    if (d.batches.size() * kBatch < kDepotBlocks) {
+    if ((d.batches.size() + 1) * kBatch * bytes_of(cls) <= kDepotBytes) {
       try {
         d.batches.push_back(batch);
         return;

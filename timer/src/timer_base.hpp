@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "purgatory/timer/detail/adaptive_mutex.hpp"
 #include "purgatory/timer/system_timer.hpp"
 #include "purgatory/timer/timing_wheel.hpp"
 
@@ -19,7 +20,7 @@ struct alignas(64) TimerBase {
       : owner(&o), wheel(tick, wheel_size, start) {}
 
   SystemTimer* const owner;
-  std::mutex mu;
+  AdaptiveMutex mu;
   TimingWheel wheel;        // guarded by mu
   std::size_t pending = 0;  // guarded by mu (== wheel.size())
   // Ahead-of-time cascading, per level (index 1 is the first overflow level), guarded by mu: what

@@ -45,6 +45,7 @@
 #include "purgatory/errors.hpp"
 #include "purgatory/purgatory_metrics.hpp"
 #include "purgatory/purgatory_snapshot.hpp"
+#include "purgatory/timer/detail/adaptive_mutex.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
 #include "purgatory/timer/system_timer.hpp"
 
@@ -198,7 +199,7 @@ class DelayedOperationPurgatory {
   void shutdown() {
     if (state_->shut_down.exchange(true)) return;
     for (std::size_t i = 0; i <= mask_; ++i) {
-      const std::lock_guard<std::mutex> lock(shards_[i].mu);
+      const std::lock_guard<detail::AdaptiveMutex> lock(shards_[i].mu);
       shards_[i].closed = true;
     }
     if (owns_timer_) (void)timer_->close();  // lets expiries already due finish first
@@ -207,7 +208,7 @@ class DelayedOperationPurgatory {
       for (;;) {
         OperationRef op;
         {
-          const std::lock_guard<std::mutex> lock(shard.mu);
+          const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
           if (shard.entries.empty()) break;
           op = shard.entries.begin()->second.nodes.front().op;
         }
@@ -243,7 +244,7 @@ class DelayedOperationPurgatory {
     snap.keys.reserve(std::min<std::size_t>(limits.max_keys, 1024));
     for (std::size_t i = 0; i <= mask_; ++i) {
       Shard& shard = shards_[i];
-      const std::lock_guard<std::mutex> lock(shard.mu);
+      const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
       snap.keys_total += shard.entries.size();
       snap.delayed += shard.delayed.load(std::memory_order_relaxed);
       for (auto it = shard.entries.begin();
@@ -272,7 +273,7 @@ class DelayedOperationPurgatory {
   static constexpr std::size_t kMinShrinkBuckets = 1024;
 
   struct alignas(64) Shard {
-    std::mutex mu;
+    detail::AdaptiveMutex mu;
     std::unordered_map<Key, detail::WatchList, Hash, KeyEqual> entries;  // guarded by mu
     bool closed = false;                                                 // guarded by mu
     std::atomic<std::size_t> watched{0};                                 // written under mu
@@ -352,7 +353,8 @@ class DelayedOperationPurgatory {
     const std::lock_guard<DelayedOperation> lock(op);  // its unlock runs a completion's callbacks
     if (op.is_completed()) return Watch::completed_elsewhere;
     if (Access::try_complete_locked(op)) return Watch::completed_unwatched;
-    const auto nodes = Access::begin_watch(op, state_, static_cast<std::uint32_t>(keys.size()));
+    const auto nodes =
+        Access::begin_watch(op, state_.get(), static_cast<std::uint32_t>(keys.size()));
     try {
       for (std::size_t i = 0; i < keys.size(); ++i) {
         link(op, *keys[i], nodes[i], i == 0);
@@ -421,7 +423,7 @@ class DelayedOperationPurgatory {
   void link(DelayedOperation& op, const Key& key, detail::WatchNode& node, bool first) {
     const std::size_t index = shard_of(key);
     Shard& shard = shards_[index];
-    const std::lock_guard<std::mutex> lock(shard.mu);
+    const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
     if (shard.closed) throw PurgatoryShutDown(state_->name(), "try_complete_else_watch");
     auto [it, inserted] = shard.entries.try_emplace(key);
     detail::WatchList& list = it->second;
@@ -439,7 +441,7 @@ class DelayedOperationPurgatory {
   void unlink(detail::WatchNode& node, bool first) noexcept {
     detail::WatchList* list = node.list;
     Shard& shard = shards_[list->shard];
-    const std::lock_guard<std::mutex> lock(shard.mu);
+    const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
     list->nodes.erase(list->nodes.iterator_to(node));
     node.list = nullptr;
     shard.watched.fetch_sub(1, std::memory_order_relaxed);
@@ -459,7 +461,7 @@ class DelayedOperationPurgatory {
   Ops copy_watchers(const Key& key) {
     Ops ops;
     Shard& shard = shards_[shard_of(key)];
-    const std::lock_guard<std::mutex> lock(shard.mu);
+    const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
     const auto it = shard.entries.find(key);
     if (it == shard.entries.end()) return ops;
     ops.reserve(it->second.nodes.size());

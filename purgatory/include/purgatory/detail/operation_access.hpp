@@ -21,14 +21,22 @@ struct OperationAccess {
     op.claimed_.store(false, std::memory_order_release);
   }
 
-  // Requires op's lock. Allocates the nodes; the registry links them.
-  static std::span<WatchNode> begin_watch(DelayedOperation& op,
-                                          boost::intrusive_ptr<WatchRegistry> registry,
+  // Requires op's lock. Provides the nodes (inline up to kInlineKeys); the registry links them.
+  static std::span<WatchNode> begin_watch(DelayedOperation& op, WatchRegistry* registry,
                                           std::uint32_t keys) {
-    op.nodes_ = std::make_unique<WatchNode[]>(keys);
+    if (keys <= DelayedOperation::kInlineKeys) {
+      op.nodes_ = op.inline_nodes_;
+    } else {
+      op.heap_nodes_ = std::make_unique<WatchNode[]>(keys);
+      op.nodes_ = op.heap_nodes_.get();
+    }
+    for (std::uint32_t i = 0; i < keys; ++i) {
+      op.nodes_[i].op = nullptr;
+      op.nodes_[i].list = nullptr;
+    }
     op.num_nodes_ = keys;
-    op.registry_ = std::move(registry);
-    return {op.nodes_.get(), keys};
+    op.registry_ = registry;
+    return {op.nodes_, keys};
   }
   // Requires op's lock and every node linked: from now on completing it unwatches it.
   static void commit_watch(DelayedOperation& op, Nanos now) noexcept {
@@ -46,15 +54,16 @@ struct OperationAccess {
   // Requires op's lock and no node linked: undoes begin_watch().
   static void abort_watch(DelayedOperation& op) noexcept {
     free_nodes(op);
-    op.registry_.reset();
+    op.registry_ = nullptr;
     drop_watch_notes(op);
   }
 
   static std::span<WatchNode> nodes(DelayedOperation& op) noexcept {
-    return {op.nodes_.get(), op.num_nodes_};
+    return {op.nodes_, op.num_nodes_};
   }
   static void free_nodes(DelayedOperation& op) noexcept {
-    op.nodes_.reset();
+    op.heap_nodes_.reset();
+    op.nodes_ = nullptr;
     op.num_nodes_ = 0;
   }
   static Nanos watched_since(const DelayedOperation& op) noexcept { return op.watched_since_; }
@@ -62,9 +71,7 @@ struct OperationAccess {
   static Nanos watched_since_relaxed(DelayedOperation& op) noexcept {
     return std::atomic_ref<Nanos>(op.watched_since_).load(std::memory_order_relaxed);
   }
-  static const WatchRegistry* registry(const DelayedOperation& op) noexcept {
-    return op.registry_.get();
-  }
+  static const WatchRegistry* registry(const DelayedOperation& op) noexcept { return op.registry_; }
 
   // Requires op's lock held once by this thread: runs try_complete() under it.
   static bool try_complete_locked(DelayedOperation& op) noexcept {
@@ -107,7 +114,7 @@ struct OperationAccess {
   // deciding an outcome (cancel_for_key). The caller holds a reference.
   static void detach(DelayedOperation& op) noexcept {
     op.registry_->unwatch(op, Outcome::pending);
-    op.registry_.reset();
+    op.registry_ = nullptr;
     intrusive_ptr_release(&op);
   }
 };

@@ -9,8 +9,8 @@
 // an allocating thread picks them up. Nothing per block is shared between threads.
 //
 // Memory: blocks come from ::operator new one at a time and go back to ::operator delete when the
-// depot is full (kDepotBlocks per class), so a burst's memory is returned after it and what stays
-// cached is bounded. Blocks up to kMaxPooled bytes are pooled; larger ones go straight to the
+// depot is full (kDepotBytes, 4 MiB, per class), so a burst's memory is returned after it and what
+// stays cached is bounded. Blocks up to kMaxPooled bytes are pooled; larger ones go straight to the
 // heap. Under AddressSanitizer the pool is off (every block goes to the heap), so that a use
 // after free is still reported.
 //
