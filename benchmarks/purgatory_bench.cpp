@@ -38,10 +38,12 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <queue>
 #include <random>
 #include <string>
@@ -68,6 +70,37 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
+// Heap allocations, counted by the operator new below: per thread (no shared counter on the hot
+// path), folded into a total when the thread ends.
+std::atomic<std::uint64_t> g_allocations{0};
+struct AllocationCount {
+  std::uint64_t n = 0;
+  ~AllocationCount() { g_allocations.fetch_add(n, std::memory_order_relaxed); }
+};
+thread_local AllocationCount t_allocations;
+
+// Those of ended threads plus this thread's (a run's other threads end within the run).
+std::uint64_t allocations_so_far() {
+  return g_allocations.load(std::memory_order_relaxed) + t_allocations.n;
+}
+
+// "ours,null" -> {"ours", "null"}; "both" stands for ours,naive.
+std::vector<std::string> impl_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t from = 0;
+  while (from <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', from), list.size());
+    const std::string name = list.substr(from, comma - from);
+    if (name == "both") {
+      out.insert(out.end(), {"ours", "naive"});
+    } else if (!name.empty()) {
+      out.push_back(name);
+    }
+    from = comma + 1;
+  }
+  return out;
+}
+
 struct Config {
   long num = 1'000'000;
   double rate = 100'000;
@@ -80,6 +113,7 @@ struct Config {
   double sample_s = 1.0;
   std::string impl = "ours";
   std::string executor = "inline";
+  int threads = 1;        // arriving threads, each with its own completer
   double duration_s = 0;  // > 0: arrivals for this long instead of `num` requests (a soak)
   std::string csv;
 };
@@ -383,6 +417,8 @@ struct Result {
   double elapsed_s = 0;
   double achieved_rate = 0;
   long peak_rss_kib = 0;
+  long requests = 0;
+  double allocations = 0;    // heap allocations (operator new) in the process during the run
   std::string soak_failure;  // why a timed run failed its soak checks; empty if it passed
 };
 
@@ -499,6 +535,7 @@ Result run(const Config& config, const char* label, std::FILE* csv) {
   std::fflush(stdout);
   reset_peak_rss();
   Stats stats;
+  const std::uint64_t allocations0 = allocations_so_far();
   const double cpu0 = cpu_seconds();
   const auto start = Clock::now();
   Result result;
@@ -506,11 +543,8 @@ Result run(const Config& config, const char* label, std::FILE* csv) {
   std::vector<Sample> samples;  // the sampler's, read once it is joined
   {
     Impl impl(config);
-    Completer<typename Impl::Handle, std::function<void(const typename Impl::Handle&)>> completer(
-        [&impl](const typename Impl::Handle& h) { impl.complete(h); });
-
     std::atomic<bool> sampling{true};
-    std::atomic<long> arrived{0};  // published by the generator once per batch
+    std::atomic<long> arrived{0};  // published by the arriving threads once per batch
     std::atomic<bool> under_load{true};
     std::thread sampler([&] {
       const auto period =
@@ -542,48 +576,83 @@ Result run(const Config& config, const char* label, std::FILE* csv) {
       }
     });
 
-    std::mt19937_64 rng(1);
-    std::exponential_distribution<double> gap(config.rate);
-    std::uniform_int_distribution<int> key_dist(0, config.key_space - 1);
-    LatencySampler latency(config.pct50, config.pct75, 2);
-    const nanoseconds timeout = milliseconds(config.timeout_ms);
-    std::vector<int> keys(static_cast<std::size_t>(config.keys));
-    double arrival_s = 0;
-    long i = 0;
-    const auto more = [&] { return timed ? arrival_s < config.duration_s : i < config.num; };
-    auto last_issue = start;
-    while (more()) {
-      // Issue every request due by now in one batch, then sleep until the next one is due: a
-      // sleep per request could not sustain 100k/s.
-      const auto now = Clock::now();
-      const auto next_due =
-          start + duration_cast<nanoseconds>(std::chrono::duration<double>(arrival_s));
-      if (next_due > now) {
-        // At least 1 ms per nap: at 100k/s that is ~100 arrivals per batch, and the generator
-        // wakes 1000 times a second instead of once per request.
-        std::this_thread::sleep_until(std::max(next_due, now + milliseconds(1)));
-        continue;
-      }
+    // The arriving threads: each issues its share of the requests (rate / threads, Poisson) with
+    // its own random streams and hands the ones that complete in time to its own completer.
+    const auto generate = [&](int index, long share, double rate, long& issued,
+                              Clock::time_point& last) {
+      Completer<typename Impl::Handle, std::function<void(const typename Impl::Handle&)>> completer(
+          [&impl](const typename Impl::Handle& h) { impl.complete(h); });
+      const auto seed = static_cast<std::uint64_t>(index) * 1000;
+      std::mt19937_64 rng(1 + seed);
+      std::exponential_distribution<double> gap(rate);
+      std::uniform_int_distribution<int> key_dist(0, config.key_space - 1);
+      LatencySampler latency(config.pct50, config.pct75, 2 + seed);
+      const nanoseconds timeout = milliseconds(config.timeout_ms);
+      std::vector<int> keys(static_cast<std::size_t>(config.keys));
+      double arrival_s = 0;
+      long i = 0;
+      const auto more = [&] { return timed ? arrival_s < config.duration_s : i < share; };
+      last = start;
       while (more()) {
-        const auto due =
+        // Issue every request due by now in one batch, then sleep until the next one is due: a
+        // sleep per request could not sustain 100k/s.
+        const auto now = Clock::now();
+        const auto next_due =
             start + duration_cast<nanoseconds>(std::chrono::duration<double>(arrival_s));
-        if (due > now) break;
-        const double latency_ms = latency.next_ms();
-        const auto completes_at =
-            due + duration_cast<nanoseconds>(std::chrono::duration<double, std::milli>(latency_ms));
-        for (int& k : keys)
-          k = key_dist(rng);
-        auto handle = impl.add(timeout, due, completes_at, keys, stats);
-        if (latency_ms < static_cast<double>(config.timeout_ms)) {
-          completer.add(completes_at, std::move(handle));
+        if (next_due > now) {
+          // At least 1 ms per nap: at 100k/s that is ~100 arrivals per batch, and the generator
+          // wakes 1000 times a second instead of once per request.
+          std::this_thread::sleep_until(std::max(next_due, now + milliseconds(1)));
+          continue;
         }
-        arrival_s += gap(rng);
-        ++i;
+        long batch = 0;
+        while (more()) {
+          const auto due =
+              start + duration_cast<nanoseconds>(std::chrono::duration<double>(arrival_s));
+          if (due > now) break;
+          const double latency_ms = latency.next_ms();
+          const auto completes_at =
+              due +
+              duration_cast<nanoseconds>(std::chrono::duration<double, std::milli>(latency_ms));
+          for (int& k : keys)
+            k = key_dist(rng);
+          auto handle = impl.add(timeout, due, completes_at, keys, stats);
+          if (latency_ms < static_cast<double>(config.timeout_ms)) {
+            completer.add(completes_at, std::move(handle));
+          }
+          arrival_s += gap(rng);
+          ++i;
+          ++batch;
+        }
+        completer.flush();
+        arrived.fetch_add(batch, std::memory_order_relaxed);
+        last = Clock::now();
       }
-      completer.flush();
-      arrived.store(i, std::memory_order_relaxed);
-      last_issue = Clock::now();
+      issued = i;
+      // The completer finishes what it holds before the thread ends (its destructor).
+    };
+    const int threads = config.threads;
+    std::vector<long> issued(static_cast<std::size_t>(threads), 0);
+    std::vector<Clock::time_point> last(static_cast<std::size_t>(threads), start);
+    {
+      std::vector<std::thread> others;
+      for (int t = 1; t < threads; ++t) {
+        const long share = config.num / threads;
+        others.emplace_back([&, t, share] {
+          generate(t, share, config.rate / threads, issued[static_cast<std::size_t>(t)],
+                   last[static_cast<std::size_t>(t)]);
+        });
+      }
+      // This thread is the first arriving thread (the only one by default).
+      generate(0, config.num - (config.num / threads) * (threads - 1), config.rate / threads,
+               issued[0], last[0]);
+      for (std::thread& t : others)
+        t.join();
     }
+    long i = 0;
+    for (const long n : issued)
+      i += n;
+    const auto last_issue = *std::max_element(last.begin(), last.end());
     const double issue_s = std::chrono::duration<double>(last_issue - start).count();
     result.achieved_rate = static_cast<double>(i) / issue_s;
     end.arrived = i;
@@ -603,17 +672,21 @@ Result run(const Config& config, const char* label, std::FILE* csv) {
     result.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
     sampling = false;
     sampler.join();
-    completer.stop();
     impl.shutdown();
   }
   result.cpu_s = cpu_seconds() - cpu0;
   result.peak_rss_kib = status_kib("VmHWM");
+  result.requests = end.arrived;
+  result.allocations = static_cast<double>(allocations_so_far() - allocations0);
 
   fmt::print("  target rate {:.0f}/s, achieved rate {:.0f}/s ({:+.1f}%)\n", config.rate,
              result.achieved_rate, 100.0 * (result.achieved_rate / config.rate - 1.0));
   fmt::print("  elapsed {:.2f} s, process CPU time {:.2f} s ({:.0f}% of one core)\n",
              result.elapsed_s, result.cpu_s, 100.0 * result.cpu_s / result.elapsed_s);
   fmt::print("  peak RSS {:.1f} MiB\n", static_cast<double>(result.peak_rss_kib) / 1024.0);
+  fmt::print("  CPU per request {:.3f} us, heap allocations per request {:.3f}\n",
+             1e6 * result.cpu_s / static_cast<double>(std::max(result.requests, 1L)),
+             result.allocations / static_cast<double>(std::max(result.requests, 1L)));
   print_latency("completion", stats.completion);
   print_latency("completion lateness", stats.lateness);
   print_latency("expiry", stats.expiry);
@@ -630,6 +703,20 @@ Result run(const Config& config, const char* label, std::FILE* csv) {
 }
 
 }  // namespace
+
+// Counts every heap allocation of the process (the library's, the harness's, Boost's). Not
+// inlined: g++ would then pair `new` with free() and warn of a mismatch.
+[[gnu::noinline]] void* operator new(std::size_t size) {
+  ++t_allocations.n;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+[[gnu::noinline]] void operator delete(void* p) noexcept {
+  std::free(p);
+}
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 int main(int argc, char** argv) {
   Config config;
@@ -666,8 +753,22 @@ int main(int argc, char** argv) {
                  "where our expiries run: inline (the reaper thread) or thread (a second one)")
       ->check(CLI::IsMember({"inline", "thread"}));
   CLI::Option* impl =
-      app.add_option("--impl", config.impl, "ours, naive, both, or null (the harness alone)")
-          ->check(CLI::IsMember({"ours", "naive", "both", "null"}));
+      app.add_option("--impl", config.impl,
+                     "ours, naive, null (the harness alone), or several one after the other in one "
+                     "process, comma-separated (both = ours,naive); with null, also prints each "
+                     "one's CPU per request minus the harness's")
+          ->check([](const std::string& list) -> std::string {
+            for (const std::string& name : impl_list(list)) {
+              if (name != "ours" && name != "naive" && name != "null") {
+                return "unknown implementation '" + name + "' (ours, naive, null, both)";
+              }
+            }
+            return impl_list(list).empty() ? "no implementation given" : "";
+          });
+  app.add_option("--threads", config.threads,
+                 "arriving threads sharing the purgatory, each with its own completer thread; "
+                 "each issues --rate/N per second")
+      ->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
   if (soak) {
     if (impl->count() == 0) config.impl = "ours";
@@ -691,11 +792,11 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::pair<std::string, Result>> results;
-  if (config.impl == "ours" || config.impl == "both")
-    results.emplace_back("ours", run<Ours>(config, "ours", csv.get()));
-  if (config.impl == "naive" || config.impl == "both")
-    results.emplace_back("naive", run<Naive>(config, "naive", csv.get()));
-  if (config.impl == "null") results.emplace_back("null", run<Null>(config, "null", csv.get()));
+  for (const std::string& name : impl_list(config.impl)) {
+    if (name == "ours") results.emplace_back(name, run<Ours>(config, "ours", csv.get()));
+    if (name == "naive") results.emplace_back(name, run<Naive>(config, "naive", csv.get()));
+    if (name == "null") results.emplace_back(name, run<Null>(config, "null", csv.get()));
+  }
 
   bool failed = false;
   if (config.duration_s > 0) {
@@ -713,11 +814,29 @@ int main(int argc, char** argv) {
     }
   }
   // Last, as scripts/bench-report and the README read it.
-  if (config.impl == "both") {
-    const double ours = results[0].second.cpu_s;
-    const double naive = results[1].second.cpu_s;
-    fmt::print("cpu ours {:.2f} s, naive {:.2f} s\n", ours, naive);
-    fmt::print("cpu ratio naive/ours: {:.2f}\n", naive / ours);
+  const auto find = [&](const char* label) -> const Result* {
+    for (const auto& [name, result] : results) {
+      if (name == label) return &result;
+    }
+    return nullptr;
+  };
+  const Result* ours = find("ours");
+  const Result* naive = find("naive");
+  const Result* null = find("null");
+  const auto per_request_us = [](const Result& r) {
+    return 1e6 * r.cpu_s / static_cast<double>(std::max(r.requests, 1L));
+  };
+  if (ours != nullptr && naive != nullptr) {
+    fmt::print("cpu ours {:.2f} s, naive {:.2f} s\n", ours->cpu_s, naive->cpu_s);
+    fmt::print("cpu ratio naive/ours: {:.2f}\n", naive->cpu_s / ours->cpu_s);
+  }
+  if (null != nullptr) {
+    for (const auto& [name, result] : results) {
+      if (name == "null") continue;
+      fmt::print("cpu per request minus the harness: {} {:.3f} us ({:.3f} - {:.3f})\n", name,
+                 per_request_us(result) - per_request_us(*null), per_request_us(result),
+                 per_request_us(*null));
+    }
   }
   return failed ? 1 : 0;
 }
