@@ -419,6 +419,13 @@ class DelayedOperationPurgatory {
     return out;
   }
 
+  // Requires the counter's shard lock: its only writers hold it, so no atomic read-modify-write
+  // (a locked instruction) is needed; readers without the lock see whole values.
+  static void bump(std::atomic<std::size_t>& counter, int by) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + static_cast<std::size_t>(by),
+                  std::memory_order_relaxed);
+  }
+
   // `first`: the operation's first node, which carries its count in `delayed`.
   void link(DelayedOperation& op, const Key& key, detail::WatchNode& node, bool first) {
     const std::size_t index = shard_of(key);
@@ -434,8 +441,8 @@ class DelayedOperationPurgatory {
     node.op = &op;
     node.list = &list;
     list.nodes.push_back(node);
-    shard.watched.fetch_add(1, std::memory_order_relaxed);
-    if (first) shard.delayed.fetch_add(1, std::memory_order_relaxed);
+    bump(shard.watched, 1);
+    if (first) bump(shard.delayed, 1);
   }
 
   void unlink(detail::WatchNode& node, bool first) noexcept {
@@ -444,8 +451,8 @@ class DelayedOperationPurgatory {
     const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
     list->nodes.erase(list->nodes.iterator_to(node));
     node.list = nullptr;
-    shard.watched.fetch_sub(1, std::memory_order_relaxed);
-    if (first) shard.delayed.fetch_sub(1, std::memory_order_relaxed);
+    bump(shard.watched, -1);
+    if (first) bump(shard.delayed, -1);
     if (list->nodes.empty()) {
       // Erase through an iterator: erasing by a reference to the entry's own key is not safe.
       shard.entries.erase(shard.entries.find(*static_cast<const Key*>(list->key)));
