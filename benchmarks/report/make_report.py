@@ -165,14 +165,14 @@ def main():
     # Ours and the harness in one process (--impl=ours,null), several runs per rate; and the
     # arriving-thread runs (--threads 1 and 2) of ours alone.
     sub = {}  # rate -> [runs]
-    threads = {}  # (threads, rate) -> run
+    arriving = {}  # (threads, rate) -> run
     for name in sorted(os.listdir(args.dir)) if os.path.isdir(args.dir) else []:
         if m := re.fullmatch(r"purgatory_sub_(\d+)_(\d+)\.txt", name):
             with open(os.path.join(args.dir, name)) as f:
                 sub.setdefault(int(m.group(1)), []).append(parse_purgatory(f.read()))
         if m := re.fullmatch(r"purgatory_threads_(\d+)_(\d+)\.txt", name):
             with open(os.path.join(args.dir, name)) as f:
-                threads[(int(m.group(1)), int(m.group(2)))] = parse_purgatory(f.read()).get("ours", {})
+                arriving[(int(m.group(1)), int(m.group(2)))] = parse_purgatory(f.read()).get("ours", {})
 
     # gnuplot data: one row per pending count, one column per implementation (NaN when missing).
     for wl in WORKLOADS:
@@ -413,7 +413,7 @@ def main():
     w("machine; compare the two implementations at the same achieved rate.")
     w("")
     write_subtracted(w, sub)
-    write_threads(w, threads)
+    write_threads(w, arriving)
     with open(args.doc, "w") as f:
         f.write("\n".join(md))
 

@@ -182,6 +182,10 @@ void DelayedOperation::finish() noexcept {
   const Outcome how = outcome();
   // Only this thread touches registry_ once the outcome is decided.
   const bool counted = std::exchange(finish_counted_, false);
+  // A callback may destroy the purgatory (its shutdown() does not wait for the callback it runs
+  // in): its shared state lives on until this finish() is done with it. Only the completing
+  // thread pays for this reference, not the watching one.
+  const boost::intrusive_ptr<detail::WatchRegistry> keep(counted ? registry_ : nullptr);
   if (counted) registry_->finish_started(*this);
   try {
     on_complete();
@@ -200,8 +204,8 @@ void DelayedOperation::finish() noexcept {
     const std::unique_ptr<OutcomeListener> listener = std::move(listener_);
     listener->on_outcome(how);
   }
-  detail::WatchRegistry* const registry = std::exchange(registry_, nullptr);
-  if (counted) registry->finished(*this);  // the last touch of the registry
+  registry_ = nullptr;
+  if (counted) keep->finished(*this);
 }
 
 void DelayedOperation::set_outcome_listener(std::unique_ptr<OutcomeListener> listener) {

@@ -2,9 +2,7 @@
 
 #include "purgatory/detail/operation_access.hpp"
 
-#include <chrono>
 #include <exception>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -67,10 +65,10 @@ void PurgatoryState::enter_finishing(std::uint32_t slot) noexcept {
 
 void PurgatoryState::leave_finishing(std::uint32_t slot) noexcept {
   if (!t_finishing.empty() && t_finishing.back().registry == this) t_finishing.pop_back();
-  // The last touch of this state by a finishing thread: once shutdown() sees the count fall, the
-  // purgatory may be destroyed (operations hold no reference to it). So no wake-up after it:
-  // wait_finished() polls instead, which costs shutdown() at most a short nap.
-  finishing_[slot].count.fetch_sub(1, std::memory_order_release);
+  finishing_[slot].count.fetch_sub(1);
+  // Sequentially consistent with shutdown()'s store of the flag and its reads of the count: either
+  // it sees this decrement, or we see the flag and wake it.
+  if (shut_down.load()) finishing_[slot].count.notify_all();
 }
 
 void PurgatoryState::wait_finished(std::uint32_t slot) const noexcept {
@@ -78,13 +76,10 @@ void PurgatoryState::wait_finished(std::uint32_t slot) const noexcept {
   for (const RunningFinish& f : t_finishing) {
     if (f.registry == this && f.slot == slot) ++own;
   }
-  // Callbacks still running elsewhere: spin a little, then nap (see leave_finishing()).
-  for (int round = 0; finishing_[slot].count.load(std::memory_order_acquire) > own; ++round) {
-    if (round < 64) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(round < 1024 ? 50 : 1000));
-    }
+  for (;;) {
+    const std::int32_t now = finishing_[slot].count.load();
+    if (now <= own) return;
+    finishing_[slot].count.wait(now);
   }
 }
 

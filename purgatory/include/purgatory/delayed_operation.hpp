@@ -198,8 +198,8 @@ class DelayedOperation : public TimerTask {
   std::uint32_t num_nodes_ = 0;      // guarded by lock_
   std::uint32_t registry_slot_ = 0;  // guarded by lock_: the registry's bookkeeping
   Nanos watched_since_{0};           // written under lock_, atomically (snapshot() reads it)
-  // Guarded by lock_ while pending. Not reference counted: the purgatory outlives every operation
-  // it watches and every finish() it counted (shutdown() waits for them).
+  // Guarded by lock_ while pending. Not reference counted while watched (the purgatory outlives
+  // every operation it watches); finish() holds a reference while it runs.
   detail::WatchRegistry* registry_ = nullptr;
   detail::WatchNode* nodes_ = nullptr;  // guarded by lock_: inline_nodes_ or heap_nodes_
   std::unique_ptr<detail::WatchNode[]> heap_nodes_;  // guarded by lock_: > kInlineKeys keys

@@ -1035,6 +1035,28 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "delayed_operation_purgatory.hpp: the purgatory may be destroyed from an operation's callback "
+    "(not run by its own timer): the operation's last steps touch nothing freed") {
+  // Operations point at their purgatory without owning it; the completing thread keeps the
+  // purgatory's shared state alive until its callbacks are done (ASan reports a use after free
+  // otherwise).
+  auto purgatory = std::make_unique<DelayedOperationPurgatory<int>>();
+  auto caller = probe(1h);
+  auto other = probe(1h);
+  purgatory->try_complete_else_watch(caller, {1});
+  purgatory->try_complete_else_watch(other, {2});
+  bool destroyed = false;
+  caller->on_done = [&] {
+    purgatory.reset();
+    destroyed = true;
+  };
+  CHECK(caller->force_complete());
+  CHECK(destroyed);
+  CHECK(caller->outcome() == Outcome::completed);
+  CHECK(other->outcome() == Outcome::shut_down);
+}
+
+TEST_CASE(
     "delayed_operation_purgatory.hpp: shutdown() returns after the error handler has reported an "
     "exception that try_complete() of a waiting operation threw on another thread") {
   std::atomic<int> reports{0};
