@@ -125,8 +125,8 @@ class DelayedOperation : public TimerTask {
   static void* operator new(std::size_t size, std::align_val_t align) {
     return ::operator new(size, align);
   }
-  static void operator delete(void* block, std::size_t size, std::align_val_t align) noexcept {
-    ::operator delete(block, size, align);
+  static void operator delete(void* block, std::size_t, std::align_val_t align) noexcept {
+    ::operator delete(block, align);  // the sized form needs -fsized-deallocation under clang
   }
 
  protected:
