@@ -472,6 +472,7 @@ bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained) {
                              : max_wait.count() >= kForever - now ? kForever
                                                                   : now + max_wait.count();
   for (;;) {
+    PURGATORY_RACE_POINT("SystemTimer::advance: read the clock, before counting wake requests");
     // While we look at the bases, any add() wakes us (armed_ is "forever"): none is missed
     // between the look and the sleep.
     std::uint64_t requests = 0;
@@ -481,6 +482,10 @@ bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained) {
       recompute_armed_locked();
       requests = wake_requests_;
     }
+    // The clock read after the count: a manual clock advanced before the count was taken is seen
+    // here, one advanced after it changes the count. (With the time read before, an advance in
+    // between was neither: the driver slept on a stale time until the next advance, for ever.)
+    now = std::max(now, clock_->now().count());
     const auto next = next_wake(now);
     const bool act = next && *next <= now;
     const bool stop =

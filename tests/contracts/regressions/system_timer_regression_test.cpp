@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include "../../timer/timer_test_support.hpp"
+#include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
 using purgatory::Nanos;
@@ -17,6 +18,7 @@ using purgatory::SystemTimer;
 using purgatory::TimerRejected;
 using purgatory::test::CountingTask;
 using purgatory::test::ManualTimer;
+using purgatory::test::RaceSchedule;
 
 TEST_CASE(
     "regression (issue 11.1): add_at(now + kMaxDelay) is accepted while the wheel's clock lags "
@@ -115,4 +117,29 @@ TEST_CASE(
     CHECK(e.reason() == TimerRejected::Reason::closed);
   }
   again.reset();
+}
+
+TEST_CASE(
+    "regression (CI, tsan): a reaper thread on a manual clock does not sleep through an advance "
+    "made between its wake-up and its next look") {
+  purgatory::ManualClock clock;
+  std::atomic<bool> advanced{false};
+  // The reaper reads the clock (4 ms) on its way to look at the wheel again; the last millisecond
+  // is advanced right then, before it counts the wake requests.
+  RaceSchedule schedule({.pause_probability = 0,
+                         .actions = {{"SystemTimer::advance: read the clock, before counting", [&] {
+                                        if (clock.now() == 4ms && !advanced.exchange(true)) {
+                                          clock.advance(1ms);
+                                        }
+                                      }}}});
+  SystemTimer timer(purgatory::TimerOptions{.clock = &clock});
+  std::atomic<bool> ran{false};
+  timer.add(purgatory::make_task([&] { ran = true; }), 5ms);
+  clock.advance(4ms);
+  for (int i = 0; i < 2000 && !ran.load(); ++i)
+    std::this_thread::sleep_for(1ms);
+  CHECK(advanced.load());
+  CHECK(ran.load());
+  CHECK(schedule.hits("SystemTimer::advance: read the clock, before counting") > 0);
+  timer.close();
 }
