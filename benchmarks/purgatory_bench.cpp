@@ -24,6 +24,11 @@
 // --csv FILE also writes the samples as time_s,arrived,resolved,pending,rss_mib,watched,impl
 // (pending is the purgatory's delayed operations, watched its watch-list entries).
 //
+// --impl takes a comma list run one after the other in one process: `--impl=ours,null` also prints
+// our CPU per request minus the harness's. Every run prints CPU per request, the arriving threads'
+// own CPU per request and the heap allocations per request. --threads N: N arriving threads, each
+// with its own completer thread, share one purgatory (each issues --rate/N per second).
+//
 // --impl=naive is the purgatory written the obvious way: one mutex, an unordered_multimap from key
 // to operation, one boost::asio::steady_timer per operation on an io_context run by one thread.
 

@@ -61,7 +61,7 @@ class OutcomeListener {
 // Thread-safe: every public member may be called from any thread. The caller of any member must
 // hold a reference (OperationRef) for the duration of the call. TimerTask::cancel() is the
 // purgatory's business: calling it yourself withdraws the timeout.
-// Memory (x86-64): about 300 bytes, which hold the watch of up to kInlineKeys keys; an operation
+// Memory (x86-64): about 310 bytes, which hold the watch of up to kInlineKeys keys; an operation
 // watched on more keys allocates 32 bytes per key when watched and frees them at completion.
 // Allocated with `new` (as make_operation() does), operations of at most 512 bytes come from the
 // timer's per-thread pool (timer/detail/task_pool.hpp), not from malloc: a server creates them on
