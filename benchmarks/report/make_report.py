@@ -437,7 +437,7 @@ def write_subtracted(w, sub):
     w("process CPU time over requests; `ours - null` is what the purgatory itself costs; the arriving")
     w("thread's own CPU (RUSAGE_THREAD) bounds the rate one thread can issue. Medians of the runs per")
     w("rate (their count in the last column). Heap allocations per request count every `operator new`")
-    w("in the process (the pool's refills included).")
+    w("in the process (the pool's slabs are mapped, not allocated from the heap).")
     w("")
     w("| rate /s | achieved | ours us/req | null us/req | **ours - null us/req** | arriving thread "
       "us/req | allocations/req | lateness p99 ms | runs |")

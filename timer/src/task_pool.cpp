@@ -1,10 +1,13 @@
 #include "purgatory/timer/detail/task_pool.hpp"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <new>
-#include <vector>
 
 namespace purgatory::detail {
 namespace {
@@ -29,16 +32,30 @@ void* pool_allocate(std::size_t size) {
 void pool_deallocate(void* block, std::size_t size) noexcept {
   heap_free(block, size);
 }
+std::size_t pool_mapped_bytes() noexcept {
+  return 0;
+}
 
 #else
 
 namespace {
 
 constexpr std::size_t kClasses = kMaxPooled / kPoolGranule;
-// Blocks moved between a thread and the depot at once.
-constexpr std::uint32_t kBatch = 256;
-// Bytes the depot keeps per class; beyond it, batches go back to the heap.
-constexpr std::size_t kDepotBytes = std::size_t{4} * 1024 * 1024;
+// Every slab starts at a multiple of kSlabAlign, so that a block finds its slab by masking its
+// address; the largest slabs are that big.
+constexpr std::size_t kSlabAlign = std::size_t{2} * 1024 * 1024;
+// A thread's first slab of a class; each next one of that thread and class is twice as big, up
+// to kSlabAlign: a thread that makes a few tasks maps little, a burst few mappings.
+constexpr std::size_t kFirstSlab = std::size_t{64} * 1024;
+// Empty kSlabAlign slabs kept mapped for the next thread that needs one (any class).
+constexpr int kMaxSpares = 2;
+// Every this many allocations of a class, a thread looks at its other slabs of that class and
+// gives back the ones that are empty.
+constexpr std::uint32_t kScanEvery = 4096;
+constexpr std::size_t kPopulateBytes = 262144;
+// Blocks given back to the current slab are taken once there are this many (or nothing fresh is
+// left in it).
+constexpr std::uint64_t kCollectMin = 32;
 
 struct FreeBlock {
   FreeBlock* next;
@@ -51,145 +68,362 @@ constexpr std::size_t bytes_of(std::size_t cls) noexcept {
   return (cls + 1) * kPoolGranule;
 }
 
-// Batches of kBatch blocks, linked through their first block.
-struct Depot {
-  std::mutex mu;
-  std::vector<FreeBlock*> batches;  // guarded by mu
+struct Heap;
+
+// A slab: one mapping of blocks of one class, owned by one thread's heap. The owner takes blocks
+// from `local` (blocks it freed itself) and `bump` (never used yet) without atomics; other threads
+// give blocks back by pushing them onto `remote`, which the owner takes whole when `local` is dry.
+struct Slab {
+  // Set when the slab is made.
+  std::uint32_t block_bytes = 0;
+  std::size_t bytes = 0;  // mapped length, from the slab's address
+  char* limit = nullptr;  // end of the blocks
+  // The owner's: the heap in `owner`, or whoever holds the lock of the list the slab is on.
+  FreeBlock* local = nullptr;
+  char* bump = nullptr;
+  char* populated = nullptr;
+  std::uint32_t used = 0;  // blocks neither in `local` nor past `bump`: with users, or in `remote`
+  Slab* next = nullptr;    // the owner's other slabs, or the abandoned or spare list
+  Slab* prev = nullptr;    // the owner's other slabs
+  // The heap that owns the slab; null while abandoned (its thread ended with blocks in use).
+  // Read by every freeing thread, to know whether the block is its own.
+  std::atomic<Heap*> owner{nullptr};
+  // Blocks other threads gave back: (count << 32) | offset of the first; 0 when none. A stack
+  // that is only pushed, and emptied whole by the owner: no ABA.
+  alignas(64) std::atomic<std::uint64_t> remote{0};
 };
 
-Depot& depot(std::size_t cls) {
-  // Never destroyed (threads may free blocks after static destructors ran), and built in static
-  // storage rather than with new: the first task of a process costs one heap allocation, its own.
-  using Depots = std::array<Depot, kClasses>;
-  alignas(Depots) static unsigned char storage[sizeof(Depots)];
-  static Depots* const depots = new (storage) Depots();
-  return (*depots)[cls];
+constexpr std::size_t kHeaderBytes = (sizeof(Slab) + 63) / 64 * 64;
+
+Slab* slab_of(const void* block) noexcept {
+  return reinterpret_cast<Slab*>(reinterpret_cast<std::uintptr_t>(block) & ~(kSlabAlign - 1));
 }
 
-void free_list(FreeBlock* head, std::size_t bytes) noexcept {
-  while (head != nullptr) {
-    FreeBlock* next = head->next;
-    heap_free(head, bytes);
-    head = next;
-  }
-}
+// One thread's slabs of one class.
+struct ClassHeap;
+void add_other(ClassHeap& ch, Slab* s) noexcept;
+void remove_other(ClassHeap& ch, Slab* s) noexcept;
 
-// Hands a batch to the depot, or back to the heap when the depot is full.
-void give_batch(std::size_t cls, FreeBlock* batch) noexcept {
-  Depot& d = depot(cls);
-  {
-    const std::lock_guard<std::mutex> lock(d.mu);
-    if ((d.batches.size() + 1) * kBatch * bytes_of(cls) <= kDepotBytes) {
-      try {
-        d.batches.push_back(batch);
-        return;
-      } catch (...) {  // no memory for the depot's list: free the batch instead
-      }
-    }
-  }
-  free_list(batch, bytes_of(cls));
-}
+struct ClassHeap {
+  Slab* current = nullptr;  // blocks are taken from here
+  Slab* others = nullptr;   // the rest, linked through Slab::next and Slab::prev
+  std::size_t next_bytes = kFirstSlab;
+  std::uint32_t until_scan = kScanEvery;
+};
 
-FreeBlock* take_batch(std::size_t cls) noexcept {
-  Depot& d = depot(cls);
-  const std::lock_guard<std::mutex> lock(d.mu);
-  if (d.batches.empty()) return nullptr;
-  FreeBlock* batch = d.batches.back();
-  d.batches.pop_back();
-  return batch;
-}
-
-// One thread's cache, per class: `head` in use (count blocks) and at most one `full` batch.
-// Trivially destructible, so that it stays usable while the thread's other thread_local objects
-// are destroyed; Flusher empties it when the thread ends.
-struct Cache {
-  std::array<FreeBlock*, kClasses> head{};
-  std::array<std::uint32_t, kClasses> count{};
-  std::array<FreeBlock*, kClasses> full{};
+// One thread's heap. Trivially destructible, so that it stays usable while the thread's other
+// thread_local objects are destroyed; Flusher hands its slabs on when the thread ends.
+struct Heap {
+  std::array<ClassHeap, kClasses> classes{};
   bool registered = false;
   bool ended = false;
 };
-thread_local Cache t_cache;
+
+std::atomic<std::size_t> g_mapped{0};
+
+// Process-wide: abandoned slabs per class, spare empty slabs, and the heap that serves threads
+// whose own heap is gone (they allocate while exiting). Never destroyed: threads may free blocks
+// after static destructors ran.
+struct Shared {
+  std::mutex mu;
+  std::array<Slab*, kClasses> abandoned{};  // guarded by mu
+  Slab* spares = nullptr;                   // guarded by mu
+  int spare_count = 0;                      // guarded by mu
+  std::mutex orphan_mu;
+  Heap orphan;  // guarded by orphan_mu
+};
+
+Shared& shared() {
+  alignas(Shared) static unsigned char storage[sizeof(Shared)];
+  static Shared* const s = new (storage) Shared();
+  return *s;
+}
+
+void unmap(Slab* s) noexcept {
+  const std::size_t bytes = s->bytes;
+  s->~Slab();
+  ::munmap(s, bytes);
+  g_mapped.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+// Gives an empty slab back: a full-size one to the spares while there is room, else to the system.
+void release(Slab* s) noexcept {
+  if (s->bytes == kSlabAlign) {
+    Shared& sh = shared();
+    const std::lock_guard<std::mutex> lock(sh.mu);
+    if (sh.spare_count < kMaxSpares) {
+      s->next = sh.spares;
+      sh.spares = s;
+      ++sh.spare_count;
+      return;
+    }
+  }
+  unmap(s);
+}
+
+void init(Slab* s, std::size_t bytes, std::size_t cls, Heap* owner) noexcept {
+  s->block_bytes = static_cast<std::uint32_t>(bytes_of(cls));
+  s->bytes = bytes;
+  s->bump = reinterpret_cast<char*>(s) + kHeaderBytes;
+  s->populated = reinterpret_cast<char*>(s) + 4096;
+  s->limit = reinterpret_cast<char*>(s) + bytes;
+  s->local = nullptr;
+  s->used = 0;
+  s->next = nullptr;
+  s->prev = nullptr;
+  s->owner.store(owner, std::memory_order_relaxed);
+  s->remote.store(0, std::memory_order_relaxed);
+}
+
+// A new slab of `bytes` (<= kSlabAlign) at a multiple of kSlabAlign, or null.
+Slab* map_slab(std::size_t bytes, std::size_t cls, Heap* owner) noexcept {
+  if (bytes == kSlabAlign) {
+    Shared& sh = shared();
+    const std::lock_guard<std::mutex> lock(sh.mu);
+    if (Slab* s = sh.spares; s != nullptr) {
+      sh.spares = s->next;
+      --sh.spare_count;
+      init(s, bytes, cls, owner);
+      return s;
+    }
+  }
+  // Reserve enough to find an aligned start, then give back what lies outside the slab.
+  const std::size_t reserve = bytes + kSlabAlign;
+  void* p = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  const auto base = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t start = (base + kSlabAlign - 1) & ~(kSlabAlign - 1);
+  if (start > base) ::munmap(p, start - base);
+  if (const std::uintptr_t end = base + reserve; end > start + bytes) {
+    ::munmap(reinterpret_cast<void*>(start + bytes), end - (start + bytes));
+  }
+  g_mapped.fetch_add(bytes, std::memory_order_relaxed);
+  auto* s = new (reinterpret_cast<void*>(start)) Slab();
+  init(s, bytes, cls, owner);
+  return s;
+}
+
+// The owner takes the blocks other threads gave back. `local` must be empty.
+bool collect(Slab* s) noexcept {
+  if (s->remote.load(std::memory_order_relaxed) == 0) return false;
+  const std::uint64_t r = s->remote.exchange(0, std::memory_order_acquire);
+  s->local = reinterpret_cast<FreeBlock*>(reinterpret_cast<char*>(s) + (r & 0xffffffffU));
+  s->used -= static_cast<std::uint32_t>(r >> 32);
+  return true;
+}
+
+void push_remote(Slab* s, FreeBlock* b) noexcept {
+  const std::uint64_t offset =
+      static_cast<std::uint64_t>(reinterpret_cast<char*>(b) - reinterpret_cast<char*>(s));
+  std::uint64_t old = s->remote.load(std::memory_order_relaxed);
+  std::uint64_t next = 0;
+  do {
+    b->next = old == 0
+                  ? nullptr
+                  : reinterpret_cast<FreeBlock*>(reinterpret_cast<char*>(s) + (old & 0xffffffffU));
+    next = ((old >> 32) + 1) << 32 | offset;
+  } while (!s->remote.compare_exchange_weak(old, next, std::memory_order_release,
+                                            std::memory_order_relaxed));
+}
+
+void add_other(ClassHeap& ch, Slab* s) noexcept {
+  s->prev = nullptr;
+  s->next = ch.others;
+  if (ch.others != nullptr) ch.others->prev = s;
+  ch.others = s;
+}
+
+void remove_other(ClassHeap& ch, Slab* s) noexcept {
+  if (s->prev != nullptr) {
+    s->prev->next = s->next;
+  } else {
+    ch.others = s->next;
+  }
+  if (s->next != nullptr) s->next->prev = s->prev;
+  s->next = s->prev = nullptr;
+}
+
+// The owner looks at its other slabs and releases the empty ones: every block not in `local` or
+// past `bump` was given back (then no thread holds one, and no push is under way).
+void scan(ClassHeap& ch) noexcept {
+  for (Slab* s = ch.others; s != nullptr;) {
+    Slab* next = s->next;
+    const std::uint64_t r = s->remote.load(std::memory_order_acquire);
+    if (s->used == static_cast<std::uint32_t>(r >> 32)) {
+      remove_other(ch, s);
+      release(s);
+    }
+    s = next;
+  }
+}
+
+void* take(Slab* s) noexcept {
+  FreeBlock* b = s->local;
+  s->local = b->next;
+  ++s->used;
+  // The next block was most likely freed by another thread (a request is created on one thread and
+  // completed on another): its lines sit in that core's cache. Ask for them now, for writing, so
+  // that the next allocation and the constructor after it do not each wait for a transfer.
+  if (auto* next = reinterpret_cast<const char*>(s->local); next != nullptr) {
+    for (std::size_t at = 0; at < s->block_bytes; at += 64)
+      __builtin_prefetch(next + at, 1);
+  }
+  return b;
+}
+
+void* carve(Slab* s) noexcept {
+  if (s->bump + s->block_bytes > s->populated) {
+    const std::size_t n = std::min<std::size_t>(kPopulateBytes, s->limit - s->populated);
+    (void)::madvise(s->populated, n, MADV_POPULATE_WRITE);
+    s->populated += n;
+  }
+  void* b = s->bump;
+  s->bump += s->block_bytes;
+  ++s->used;
+  return b;
+}
+
+bool can_carve(const Slab* s) noexcept {
+  return s->bump + s->block_bytes <= s->limit;
+}
+
+// `current` has no local block: find one, preferring memory already used over fresh memory.
+void* allocate_slow(Heap* h, ClassHeap& ch, std::size_t cls) {
+  Slab* s = ch.current;
+  if (s != nullptr) {
+    // Given-back blocks are taken a few at a time at least (one exchange per kCollectMin blocks,
+    // not one per block, when a producer and a consumer take turns), unless nothing fresh is left.
+    const std::uint64_t r = s->remote.load(std::memory_order_relaxed);
+    if ((r >> 32) >= kCollectMin || (r != 0 && !can_carve(s))) {
+      collect(s);
+      return take(s);
+    }
+    if (can_carve(s)) return carve(s);
+  }
+  // `current` is used up: another slab of this thread with blocks given back takes its place.
+  for (Slab* o = ch.others; o != nullptr; o = o->next) {
+    if (o->local != nullptr || collect(o)) {
+      remove_other(ch, o);
+      if (s != nullptr) add_other(ch, s);
+      ch.current = o;
+      return take(o);
+    }
+  }
+  // A new slab: one a thread left behind when it ended, else a mapping.
+  Slab* n = nullptr;
+  {
+    Shared& sh = shared();
+    const std::lock_guard<std::mutex> lock(sh.mu);
+    if ((n = sh.abandoned[cls]) != nullptr) sh.abandoned[cls] = n->next;
+  }
+  if (n != nullptr) {
+    n->next = nullptr;
+    n->owner.store(h, std::memory_order_relaxed);
+  } else {
+    n = map_slab(ch.next_bytes, cls, h);
+    if (n == nullptr) throw std::bad_alloc();
+    ch.next_bytes = std::min(kSlabAlign, ch.next_bytes * 2);
+  }
+  if (s != nullptr) add_other(ch, s);
+  ch.current = n;
+  if (n->local != nullptr || collect(n)) return take(n);
+  if (can_carve(n)) return carve(n);
+  // An adopted slab with every block in use: look again (it is among the others next time).
+  return allocate_slow(h, ch, cls);
+}
+
+void* allocate(Heap* h, std::size_t cls) {
+  ClassHeap& ch = h->classes[cls];
+  if (--ch.until_scan == 0) {
+    ch.until_scan = kScanEvery;
+    scan(ch);
+  }
+  if (Slab* s = ch.current; s != nullptr && s->local != nullptr) return take(s);
+  return allocate_slow(h, ch, cls);
+}
+
+// Hands a heap's slabs on: empty ones are released, the rest wait on the abandoned list for a
+// thread that needs a slab of their class (their blocks in use are given back to them meanwhile).
+void flush(Heap& h) noexcept {
+  for (std::size_t cls = 0; cls < kClasses; ++cls) {
+    ClassHeap& ch = h.classes[cls];
+    if (ch.current != nullptr) {
+      add_other(ch, ch.current);
+      ch.current = nullptr;
+    }
+    scan(ch);
+    while (Slab* s = ch.others) {
+      remove_other(ch, s);
+      Shared& sh = shared();
+      const std::lock_guard<std::mutex> lock(sh.mu);
+      s->owner.store(nullptr, std::memory_order_relaxed);
+      s->next = sh.abandoned[cls];
+      sh.abandoned[cls] = s;
+    }
+  }
+}
+
+thread_local Heap t_heap;
 
 struct Flusher {
   Flusher() = default;
   Flusher(const Flusher&) = delete;
   Flusher& operator=(const Flusher&) = delete;
   ~Flusher() {
-    Cache& c = t_cache;
-    c.ended = true;  // blocks freed from here on go to the heap
-    for (std::size_t cls = 0; cls < kClasses; ++cls) {
-      if (c.full[cls] != nullptr) give_batch(cls, c.full[cls]);
-      free_list(c.head[cls], bytes_of(cls));  // a partial batch: not worth a depot slot
-      c.full[cls] = c.head[cls] = nullptr;
-      c.count[cls] = 0;
-    }
+    t_heap.ended = true;  // blocks allocated from here on come from the shared orphan heap
+    flush(t_heap);
   }
 };
 thread_local Flusher t_flusher;
 
-Cache* cache() noexcept {
-  Cache& c = t_cache;
-  if (c.ended) return nullptr;
-  if (!c.registered) {
-    c.registered = true;
+Heap* heap() noexcept {
+  Heap& h = t_heap;
+  if (h.ended) return nullptr;
+  if (!h.registered) {
+    h.registered = true;
     (void)&t_flusher;  // constructs it: its destructor runs when the thread ends
   }
-  return &c;
+  return &h;
 }
 
 }  // namespace
 
 void* pool_allocate(std::size_t size) {
-  if (size != 0 && size <= kMaxPooled) {
-    const std::size_t cls = class_of(size);
-    if (Cache* c = cache()) {
-      FreeBlock* b = c->head[cls];
-      if (b == nullptr) {
-        b = c->full[cls];
-        c->full[cls] = nullptr;
-        if (b == nullptr) b = take_batch(cls);
-        c->count[cls] = b != nullptr ? kBatch : 0;
-      }
-      if (b != nullptr) {
-        c->head[cls] = b->next;
-        --c->count[cls];
-        // The next block was most likely freed by another thread (a request is created on one
-        // thread and completed on another): its lines sit in that core's cache. Ask for them now,
-        // for writing, so that the next allocation and the constructor after it do not each wait
-        // for a transfer.
-        if (auto* next = reinterpret_cast<const char*>(b->next); next != nullptr) {
-          for (std::size_t at = 0; at < bytes_of(cls); at += 64)
-            __builtin_prefetch(next + at, 1);
-        }
-        return b;
-      }
-    }
-    return ::operator new(bytes_of(cls));
-  }
-  return ::operator new(size);
+  if (size == 0 || size > kMaxPooled) return ::operator new(size);
+  const std::size_t cls = class_of(size);
+  if (Heap* h = heap()) return allocate(h, cls);
+  Shared& sh = shared();
+  const std::lock_guard<std::mutex> lock(sh.orphan_mu);
+  return allocate(&sh.orphan, cls);
 }
 
 void pool_deallocate(void* block, std::size_t size) noexcept {
-  if (size != 0 && size <= kMaxPooled) {
-    const std::size_t cls = class_of(size);
-    Cache* c = cache();
-    if (c == nullptr) {
-      heap_free(block, bytes_of(cls));
-      return;
-    }
-    auto* b = static_cast<FreeBlock*>(block);
-    b->next = c->head[cls];
-    c->head[cls] = b;
-    if (++c->count[cls] == kBatch) {  // a whole batch: set it aside, the older one to the depot
-      if (c->full[cls] != nullptr) give_batch(cls, c->full[cls]);
-      c->full[cls] = c->head[cls];
-      c->head[cls] = nullptr;
-      c->count[cls] = 0;
+  if (size == 0 || size > kMaxPooled) {
+    heap_free(block, size);
+    return;
+  }
+  Slab* s = slab_of(block);
+  auto* b = static_cast<FreeBlock*>(block);
+  Heap* h = heap();
+  if (h != nullptr && s->owner.load(std::memory_order_relaxed) == h) {
+    b->next = s->local;
+    s->local = b;
+    // Its last block in use came back (then nothing is in `remote` either): an empty slab other
+    // than the one allocated from is released at once.
+    if (--s->used == 0) {
+      ClassHeap& ch = h->classes[s->block_bytes / kPoolGranule - 1];
+      if (s != ch.current) {
+        remove_other(ch, s);
+        release(s);
+      }
     }
     return;
   }
-  heap_free(block, size);
+  push_remote(s, b);
+}
+
+std::size_t pool_mapped_bytes() noexcept {
+  return g_mapped.load(std::memory_order_relaxed);
 }
 
 #endif  // PURGATORY_TASK_POOL_OFF

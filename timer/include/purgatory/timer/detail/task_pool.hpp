@@ -1,18 +1,26 @@
-// detail::pool_allocate / pool_deallocate: the memory of the tasks make_task(callable) builds.
+// detail::pool_allocate / pool_deallocate: the memory of the tasks make_task(callable) builds and
+// of DelayedOperations.
 //
 // A server adds tasks on its request threads and the timer frees them on its executor's thread.
 // With glibc's malloc that pattern is slow: every free from the executor thread lands in the
-// adding thread's arena, under that arena's lock, and fragments it, so that the next malloc there
-// sorts freed chunks (measured: about 450 ns of a 1M-task burst's CPU per task went to malloc and
-// free, timer_burst). Here each thread keeps its own free lists per size class; a thread that
-// frees more than it allocates hands whole batches to a shared depot (one lock per batch), where
-// an allocating thread picks them up. Nothing per block is shared between threads.
+// adding thread's arena, under that arena's lock, and fragments it (measured: about 450 ns of a
+// 1M-task burst's CPU per task went to malloc and free, timer_burst); and a burst's fresh memory
+// is faulted in 4 KiB at a time (on a VM, about 9 us per fault: a third of that burst's CPU).
 //
-// Memory: blocks come from ::operator new one at a time and go back to ::operator delete when the
-// depot is full (kDepotBytes, 4 MiB, per class), so a burst's memory is returned after it and what
-// stays cached is bounded. Blocks up to kMaxPooled bytes are pooled; larger ones go straight to the
-// heap. Under AddressSanitizer the pool is off (every block goes to the heap), so that a use
-// after free is still reported.
+// Here blocks come from slabs: mappings of one size class (16-byte classes up to kMaxPooled
+// bytes), each owned by one thread. The owning thread allocates from its slab's free list and
+// fresh space without atomics or locks; a block freed by its owner goes back on that list, one
+// freed by any other thread is pushed on the slab's given-back stack (one compare-and-swap), which
+// the owner takes whole. A thread's slabs of a class double in size from 64 KiB to 2 MiB, and
+// their fresh memory is faulted in 64 KiB at a time with one system call (MADV_POPULATE_WRITE).
+//
+// Memory: a slab whose blocks are all free is released (munmap; at most two empty 2 MiB slabs are
+// kept for reuse) when its owner next looks at its slabs: every 4096 of its allocations of that
+// class, and when the thread ends. A thread that ends with blocks still in use leaves their slabs
+// to the next thread that needs a slab of that class. So a burst's memory is returned after it
+// once the adding thread allocates again or ends; it is reused by the next burst meanwhile.
+// Blocks larger than kMaxPooled go straight to the heap. Under AddressSanitizer the pool is off
+// (every block goes to the heap), so that a use after free is still reported.
 //
 // Thread-safe: any thread may allocate and free, including threads that are exiting.
 #pragma once
@@ -42,5 +50,7 @@ inline constexpr std::size_t kMaxPooled = 512;
 [[nodiscard]] void* pool_allocate(std::size_t size);
 // Gives back a block from pool_allocate(size), with the same size.
 void pool_deallocate(void* block, std::size_t size) noexcept;
+// Bytes of slabs mapped now, over all threads (0 when the pool is off). For tests and diagnostics.
+[[nodiscard]] std::size_t pool_mapped_bytes() noexcept;
 
 }  // namespace purgatory::detail
