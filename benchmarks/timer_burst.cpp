@@ -16,6 +16,7 @@
 //
 //   timer_burst                                # both, N = 1M, 0..1000 ms
 //   timer_burst --impl ours --n 200000 --json out.json
+//   timer_burst --impl ours --inline --threads   # tasks run on the reaper; CPU per thread
 #include <utility>  // before Boost.Asio: Boost 1.74 + g++ 12 in C++20 needs it
 
 #include <time.h>
@@ -63,8 +64,9 @@ struct Options {
   double min_ms = 0;
   double max_ms = 1000;
   std::uint64_t seed = 20261130;
-  int wheel_size = 0;    // ours: 0 keeps the default
-  bool threads = false;  // print CPU per thread
+  int wheel_size = 0;            // ours: 0 keeps the default
+  bool threads = false;          // print CPU per thread
+  bool inline_executor = false;  // ours: run tasks on the reaper thread
 };
 
 // CPU time of each thread of this process (ns, from /proc/self/task/*/schedstat), by name.
@@ -189,6 +191,7 @@ std::int64_t run_ours(Run& run, const std::vector<Nanos>& delays, const Options&
   std::atomic<std::size_t> done{0};
   purgatory::TimerOptions options;  // the default: reaper thread + executor thread, 1 ms x 20
   if (o.wheel_size != 0) options.wheel_size = o.wheel_size;
+  if (o.inline_executor) options.executor = std::make_shared<purgatory::InlineExecutor>();
   purgatory::SystemTimer timer(std::move(options));
   const auto threads0 = thread_cpu();
   const std::int64_t cpu0 = process_cpu_ns();
@@ -287,6 +290,8 @@ int main(int argc, char** argv) {
   app.add_option("--impl", impls, "comma-separated: ours, asio");
   app.add_option("--seed", o.seed, "delay generator seed");
   app.add_option("--wheel-size", o.wheel_size, "ours: buckets per level (default: the default)");
+  app.add_flag("--inline", o.inline_executor,
+               "ours: run the tasks on the reaper thread (InlineExecutor), not an executor thread");
   app.add_flag("--threads", o.threads, "ours: also print CPU per task of each thread");
   app.add_option("--json", json_path, "also write the results (with the lateness CDF) here");
   bool windows = false;
