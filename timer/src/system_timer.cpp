@@ -497,8 +497,8 @@ bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained) {
       lock.unlock();
       if (stop) return false;
       if (act && service(now)) return true;
-      // Only ahead-of-time cascading was due, or an add() came meanwhile: look again.
-      now = std::max(now, clock_->now().count());
+      // Only ahead-of-time cascading was due, or an add() came meanwhile: look again (the clock
+      // is read again at the top).
       if (max_wait <= Nanos::zero() && act) return false;
       continue;
     }
@@ -510,7 +510,6 @@ bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained) {
     recompute_armed_locked();
     ++wakeups_;
     lock.unlock();
-    now = clock_->now().count();
   }
 }
 
