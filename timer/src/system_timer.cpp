@@ -472,7 +472,8 @@ bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained) {
                              : max_wait.count() >= kForever - now ? kForever
                                                                   : now + max_wait.count();
   for (;;) {
-    PURGATORY_RACE_POINT("SystemTimer::advance: read the clock, before counting wake requests");
+    PURGATORY_RACE_POINT(
+        "SystemTimer::advance: looking again, before counting wake requests and reading the clock");
     // While we look at the bases, any add() wakes us (armed_ is "forever"): none is missed
     // between the look and the sleep.
     std::uint64_t requests = 0;

@@ -124,10 +124,10 @@ TEST_CASE(
     "made between its wake-up and its next look") {
   purgatory::ManualClock clock;
   std::atomic<bool> advanced{false};
-  // The reaper reads the clock (4 ms) on its way to look at the wheel again; the last millisecond
-  // is advanced right then, before it counts the wake requests.
+  // The reaper, woken at 4 ms, goes round to look at the wheel again; the last millisecond is
+  // advanced right then, before it counts the wake requests and reads the clock.
   RaceSchedule schedule({.pause_probability = 0,
-                         .actions = {{"SystemTimer::advance: read the clock, before counting", [&] {
+                         .actions = {{"SystemTimer::advance: looking again, before counting", [&] {
                                         if (clock.now() == 4ms && !advanced.exchange(true)) {
                                           clock.advance(1ms);
                                         }
@@ -140,6 +140,6 @@ TEST_CASE(
     std::this_thread::sleep_for(1ms);
   CHECK(advanced.load());
   CHECK(ran.load());
-  CHECK(schedule.hits("SystemTimer::advance: read the clock, before counting") > 0);
+  CHECK(schedule.hits("SystemTimer::advance: looking again, before counting") > 0);
   timer.close();
 }
