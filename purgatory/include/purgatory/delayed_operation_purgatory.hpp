@@ -10,6 +10,12 @@
 // no purge interval, and no operation completed through one key lingers on the others
 // (KAFKA-19389 and KAFKA-19763 were broker OOMs from exactly that).
 //
+// Key entries come from the timer's per-thread pool (timer/detail/task_pool.hpp), not malloc: a
+// key is often added by a watching thread and erased by a completing one, the pattern glibc's
+// malloc handles worst. So once the pool is warm, watching on keys nobody watches and the erase
+// when their lists empty allocate nothing from the heap (the key map's bucket arrays do, when
+// they grow or shrink). Freed entries are reused by the next keys.
+//
 // Errors (exceptions): std::invalid_argument for a null operation or empty keys,
 // OperationAlreadyWatched, PurgatoryShutDown for any call but the getters after shutdown().
 //
@@ -46,6 +52,7 @@
 #include "purgatory/purgatory_metrics.hpp"
 #include "purgatory/purgatory_snapshot.hpp"
 #include "purgatory/timer/detail/adaptive_mutex.hpp"
+#include "purgatory/timer/detail/pool_allocator.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
 #include "purgatory/timer/system_timer.hpp"
 
@@ -274,9 +281,13 @@ class DelayedOperationPurgatory {
 
   struct alignas(64) Shard {
     detail::AdaptiveMutex mu;
-    std::unordered_map<Key, detail::WatchList, Hash, KeyEqual> entries;  // guarded by mu
-    bool closed = false;                                                 // guarded by mu
-    std::atomic<std::size_t> watched{0};                                 // written under mu
+    // Entries come from the pool: a key's entry is often made by a watching thread and freed by a
+    // completing one (see pool_allocator.hpp).
+    std::unordered_map<Key, detail::WatchList, Hash, KeyEqual,
+                       detail::PoolAllocator<std::pair<const Key, detail::WatchList>>>
+        entries;                          // guarded by mu
+    bool closed = false;                  // guarded by mu
+    std::atomic<std::size_t> watched{0};  // written under mu
     // Operations whose first key is here: counting per shard, under a lock already held, keeps
     // the adding and the completing threads off one shared counter.
     std::atomic<std::size_t> delayed{0};  // written under mu
