@@ -21,6 +21,44 @@ namespace {
 using purgatory::detail::pool_allocate;
 using purgatory::detail::pool_deallocate;
 
+constexpr std::size_t kExitingSize = 144;  // a class no other test here uses
+
+void stamp_block(void* b, std::size_t size, std::uint64_t v) {
+  auto* w = static_cast<std::uint64_t*>(b);
+  for (std::size_t i = 0; i < size / 8; ++i)
+    w[i] = v;
+}
+bool block_intact(const void* b, std::size_t size, std::uint64_t v) {
+  const auto* w = static_cast<const std::uint64_t*>(b);
+  for (std::size_t i = 0; i < size / 8; ++i) {
+    if (w[i] != v) return false;
+  }
+  return true;
+}
+
+// Allocates from the pool in its destructor. Made before the thread's first use of the pool, it
+// is destroyed after the pool's per-thread heap was flushed: then the thread is exiting.
+struct AllocatesWhileExiting {
+  std::vector<std::pair<void*, std::uint64_t>>* kept = nullptr;  // handed to another thread
+  std::atomic<int>* corrupted = nullptr;
+  std::uint64_t id = 0;
+  ~AllocatesWhileExiting() {
+    if (kept == nullptr) return;
+    for (std::uint64_t i = 0; i < 300; ++i) {
+      void* b = pool_allocate(kExitingSize);
+      const std::uint64_t v = (id << 32) | i;
+      stamp_block(b, kExitingSize, v);
+      if (i % 2 == 0) {
+        kept->emplace_back(b, v);
+      } else {
+        if (!block_intact(b, kExitingSize, v)) corrupted->fetch_add(1);
+        pool_deallocate(b, kExitingSize);
+      }
+    }
+  }
+};
+thread_local AllocatesWhileExiting t_exiting;
+
 }  // namespace
 
 TEST_CASE("task pool: every size gets a distinct, aligned, writable block, large ones too") {
@@ -224,6 +262,62 @@ TEST_CASE("task pool: threads that allocate, hand over, free and end never share
   for (const auto& [b, v] : handed) {
     if (!intact(b, v)) corrupted.fetch_add(1);
     pool_deallocate(b, kSize);
+  }
+  CHECK(corrupted.load() == 0);
+}
+
+TEST_CASE(
+    "task pool: threads that are exiting may allocate and free (after their own heap ended: from "
+    "the shared orphan heap), and their blocks may be freed by any thread") {
+  if (!purgatory::detail::kTaskPoolOn) {
+    MESSAGE("the pool is off under AddressSanitizer");
+    return;
+  }
+  std::atomic<int> corrupted{0};
+  std::vector<std::pair<void*, std::uint64_t>> all;
+  for (std::uint64_t round = 0; round < 3; ++round) {
+    const std::size_t orphans_before = purgatory::detail::pool_orphan_allocations();
+    constexpr int kThreads = 2;
+    std::vector<std::vector<std::pair<void*, std::uint64_t>>> kept(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        // Made first, so destroyed last: after the pool's heap of this thread has ended.
+        t_exiting.kept = &kept[static_cast<std::size_t>(t)];
+        t_exiting.corrupted = &corrupted;
+        t_exiting.id = round * kThreads + static_cast<std::uint64_t>(t) + 1;
+        for (int i = 0; i < 100; ++i)  // the thread's own heap, in use before it exits
+          pool_deallocate(pool_allocate(kExitingSize), kExitingSize);
+      });
+    }
+    for (auto& th : threads)
+      th.join();
+    // Both threads (at once) allocated 300 blocks each while exiting, from the shared heap.
+    CHECK(purgatory::detail::pool_orphan_allocations() - orphans_before == kThreads * 300);
+    for (auto& k : kept) {
+      CHECK(k.size() == 150);
+      all.insert(all.end(), k.begin(), k.end());
+    }
+    std::set<void*> distinct;
+    for (const auto& [b, v] : all)
+      distinct.insert(b);
+    CHECK(distinct.size() == all.size());
+    // Half are freed here, by a thread that did not allocate them (given back to the shared heap's
+    // slabs), while the next round's exiting threads allocate from that heap.
+    if (round + 1 < 3) {
+      for (std::size_t i = 0; i < all.size(); i += 2) {
+        if (!block_intact(all[i].first, kExitingSize, all[i].second)) corrupted.fetch_add(1);
+        pool_deallocate(all[i].first, kExitingSize);
+      }
+      std::vector<std::pair<void*, std::uint64_t>> rest;
+      for (std::size_t i = 1; i < all.size(); i += 2)
+        rest.push_back(all[i]);
+      all.swap(rest);
+    }
+  }
+  for (const auto& [b, v] : all) {
+    if (!block_intact(b, kExitingSize, v)) corrupted.fetch_add(1);
+    pool_deallocate(b, kExitingSize);
   }
   CHECK(corrupted.load() == 0);
 }

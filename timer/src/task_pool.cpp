@@ -35,6 +35,9 @@ void pool_deallocate(void* block, std::size_t size) noexcept {
 std::size_t pool_mapped_bytes() noexcept {
   return 0;
 }
+std::size_t pool_orphan_allocations() noexcept {
+  return 0;
+}
 
 #else
 
@@ -137,7 +140,8 @@ struct Shared {
   Slab* spares = nullptr;                   // guarded by mu
   int spare_count = 0;                      // guarded by mu
   std::mutex orphan_mu;
-  Heap orphan;  // guarded by orphan_mu
+  Heap orphan;                                     // guarded by orphan_mu
+  std::atomic<std::size_t> orphan_allocations{0};  // written under orphan_mu
 };
 
 Shared& shared() {
@@ -404,7 +408,10 @@ void* pool_allocate(std::size_t size) {
   if (Heap* h = heap()) return allocate(h, cls);
   Shared& sh = shared();
   const std::lock_guard<std::mutex> lock(sh.orphan_mu);
-  return allocate(&sh.orphan, cls);
+  void* b = allocate(&sh.orphan, cls);
+  sh.orphan_allocations.store(sh.orphan_allocations.load(std::memory_order_relaxed) + 1,
+                              std::memory_order_relaxed);
+  return b;
 }
 
 void pool_deallocate(void* block, std::size_t size) noexcept {
@@ -434,6 +441,10 @@ void pool_deallocate(void* block, std::size_t size) noexcept {
 
 std::size_t pool_mapped_bytes() noexcept {
   return g_mapped.load(std::memory_order_relaxed);
+}
+
+std::size_t pool_orphan_allocations() noexcept {
+  return shared().orphan_allocations.load(std::memory_order_relaxed);
 }
 
 #endif  // PURGATORY_TASK_POOL_OFF

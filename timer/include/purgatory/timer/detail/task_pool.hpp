@@ -52,5 +52,8 @@ inline constexpr std::size_t kMaxPooled = 512;
 void pool_deallocate(void* block, std::size_t size) noexcept;
 // Bytes of slabs mapped now, over all threads (0 when the pool is off). For tests and diagnostics.
 [[nodiscard]] std::size_t pool_mapped_bytes() noexcept;
+// Blocks allocated so far by threads whose own heap had ended (they were exiting), from the shared
+// heap that serves them (0 when the pool is off). For tests and diagnostics.
+[[nodiscard]] std::size_t pool_orphan_allocations() noexcept;
 
 }  // namespace purgatory::detail
