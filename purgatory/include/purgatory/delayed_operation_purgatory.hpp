@@ -104,7 +104,7 @@ class DelayedOperationPurgatory {
     Watch watched = Watch::completed_elsewhere;
     try {
       const DistinctKeys distinct = distinct_keys(keys);
-      watched = watch(*op, std::span<const Key* const>(distinct.data(), distinct.size()));
+      watched = watch(op, std::span<const Key* const>(distinct.data(), distinct.size()));
     } catch (...) {
       Access::unclaim(*op);  // refused, not watched: the caller still owns it
       throw;
@@ -360,7 +360,10 @@ class DelayedOperationPurgatory {
   // can race the timer's add(). Watches nothing if op completes first; on an exception nothing
   // stays linked.
   // `keys` holds no key twice.
-  Watch watch(DelayedOperation& op, std::span<const Key* const> keys) {
+  // `ref` is the caller's reference: the timer's add takes it as is (no temporary reference, whose
+  // count would be raised and dropped on every watch).
+  Watch watch(const OperationRef& ref, std::span<const Key* const> keys) {
+    DelayedOperation& op = *ref;
     const std::lock_guard<DelayedOperation> lock(op);  // its unlock runs a completion's callbacks
     if (op.is_completed()) return Watch::completed_elsewhere;
     if (Access::try_complete_locked(op)) return Watch::completed_unwatched;
@@ -381,7 +384,7 @@ class DelayedOperationPurgatory {
     if (Access::try_complete_locked(op)) return Watch::completed_watched;
     PURGATORY_RACE_POINT("DelayedOperationPurgatory::watch: linked, before the timeout");
     try {
-      timer_->add_at(OperationRef(&op), watched_at + std::max(op.timeout(), Nanos::zero()));
+      timer_->add_at(ref, watched_at + std::max(op.timeout(), Nanos::zero()));
     } catch (const TimerRejected&) {
       // No timeout can be enforced: end it now rather than let it wait forever (its callbacks
       // run when the lock is released).
