@@ -34,7 +34,7 @@ struct alignas(512) VeryWide {
 }  // namespace
 
 TEST_CASE(
-    "pool_allocator.hpp: single objects come from the pool; arrays and objects larger than "
+    "pool_allocator.hpp: single objects come from the pool, arrays and objects larger than "
     "kMaxPooled from the global operator new") {
   if (!CountAllocations::available() || !purgatory::detail::kTaskPoolOn) {
     MESSAGE("allocations not counted (ThreadSanitizer) or the pool is off (AddressSanitizer)");
@@ -66,7 +66,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "pool_allocator.hpp: over-aligned objects get their alignment; every instance is equal to "
+    "pool_allocator.hpp: over-aligned objects get their alignment, every instance is equal to "
     "every other (rebound ones too), and memory from one is freed by any, on any thread") {
   PoolAllocator<Wide> wide;
   for (int i = 0; i < 16; ++i) {
