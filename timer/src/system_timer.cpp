@@ -466,9 +466,10 @@ bool SystemTimer::advance_clock(Nanos max_wait) {
   return advance(max_wait, false);
 }
 
-bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained) {
+bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained, const std::int64_t* deadline) {
   std::int64_t now = clock_->now().count();
-  const std::int64_t until = max_wait <= Nanos::zero()            ? now
+  const std::int64_t until = deadline != nullptr                  ? *deadline
+                             : max_wait <= Nanos::zero()          ? now
                              : max_wait.count() >= kForever - now ? kForever
                                                                   : now + max_wait.count();
   for (;;) {
@@ -687,7 +688,7 @@ std::vector<TaskRef> SystemTimer::drain(Nanos max_wait) {
     p->cancel();
   for (;;) {
     const std::int64_t now = clock_->now().count();
-    if (now >= until || !advance(Nanos{until - now}, /*stop_when_drained=*/true)) {
+    if (now >= until || !advance(Nanos{until - now}, /*stop_when_drained=*/true, &until)) {
       if (total_pending() == 0 || closed_.load() || clock_->now().count() >= until) break;
     }
   }
@@ -744,8 +745,12 @@ std::uint64_t SystemTimer::wakeups() const {
 
 void SystemTimer::on_clock_advanced() noexcept {
   {
+    // Counted, as advance() expects: a driver that read the clock just before this advance sees
+    // the count change at its check and looks again. (Only locking here left that driver asleep
+    // for ever when no advance followed: drain(1s) hung about 1 run in 20 under TSan.)
     std::lock_guard<std::mutex> guard(drive_mu_);
-  }  // a waiter is either before its check or asleep
+    ++wake_requests_;
+  }
   cv_.notify_all();
 }
 

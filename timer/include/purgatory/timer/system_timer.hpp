@@ -202,7 +202,10 @@ class SystemTimer final : private ClockWaiter {
   // the maximum-delay check when now is unknown).
   bool schedule(TimerTask& task, std::int64_t now, std::int64_t expiration, bool only_if_pending,
                 std::int64_t deadline = 0);
-  bool advance(Nanos max_wait, bool stop_when_drained);
+  // `deadline` (absolute, on the clock), if given, is the end of the wait instead of now +
+  // max_wait: drain() passes its own, so that the wait does not end later than drain's by the
+  // time between the two clock reads (with a manual clock that stops there, it never ended).
+  bool advance(Nanos max_wait, bool stop_when_drained, const std::int64_t* deadline = nullptr);
   void add_task(TimerTask& task, Nanos delay);
   void add_task_at(TimerTask& task, Nanos deadline);
   // Marks `task` (holding one timer reference, adopted by the batch) as queued, into `batch`.
