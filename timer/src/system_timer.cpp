@@ -467,6 +467,7 @@ bool SystemTimer::advance_clock(Nanos max_wait) {
 }
 
 bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained, const std::int64_t* deadline) {
+  PURGATORY_RACE_POINT("SystemTimer::advance: entered, before the first clock read");
   std::int64_t now = clock_->now().count();
   const std::int64_t until = deadline != nullptr                  ? *deadline
                              : max_wait <= Nanos::zero()          ? now
@@ -492,6 +493,7 @@ bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained, const std::int
     const bool act = next && *next <= now;
     const bool stop =
         !act && (closed_.load() || now >= until || (stop_when_drained && total_pending() == 0));
+    PURGATORY_RACE_POINT("SystemTimer::advance: clock read, before checking the wake requests");
     std::unique_lock<std::mutex> lock(drive_mu_);
     sleeping_until_.erase(std::find(sleeping_until_.begin(), sleeping_until_.end(), kForever));
     if (act || stop || wake_requests_ != requests) {
