@@ -44,10 +44,11 @@ struct ThreadSlot {
   }
 };
 thread_local ThreadSlot t_slot;
+// t_slot.slot again, in a thread_local with no destructor: reading it needs no check that the
+// thread's destructor list was set up (t_slot's every use does), so the add path reads just this.
+thread_local std::uint32_t t_fast_slot = kUnassigned;
 
-}  // namespace
-
-std::uint32_t timer_thread_slot() noexcept {
+std::uint32_t assign_thread_slot() noexcept {
   if (t_slot.slot == kUnassigned) {
     SlotTable& t = slot_table();
     const std::lock_guard<std::mutex> guard(t.mu);
@@ -66,12 +67,21 @@ std::uint32_t timer_thread_slot() noexcept {
     }
     t_slot.slot = slot;
   }
+  t_fast_slot = t_slot.slot;
   return t_slot.slot;
+}
+
+}  // namespace
+
+std::uint32_t timer_thread_slot() noexcept {
+  const std::uint32_t slot = t_fast_slot;
+  return slot != kUnassigned ? slot : assign_thread_slot();
 }
 
 void set_timer_thread_slot(std::uint32_t slot) noexcept {
   (void)timer_thread_slot();  // takes (and later gives back) a slot of its own as usual
   t_slot.slot = slot;
+  t_fast_slot = slot;
 }
 
 }  // namespace detail
@@ -164,12 +174,16 @@ bool TimerTask::cancel() noexcept {
           return true;
         }
         break;
-      case kLinking:  // an add() is linking it under its base's lock: a few instructions
-        std::this_thread::yield();
-        w = word_.load(std::memory_order_acquire);
-        break;
       default: {  // kScheduled: only the holder of its base's lock may unlink it.
-        detail::TimerBase* base = base_.load(std::memory_order_acquire);
+        detail::TimerBase* base = holding_base();
+        if (base == nullptr) {
+          // An add() took it a few instructions ago and is storing its base, under that base's
+          // lock: look again.
+          PURGATORY_RACE_POINT("TimerTask::cancel: scheduled, its base not stored yet");
+          std::this_thread::yield();
+          w = word_.load(std::memory_order_acquire);
+          break;
+        }
         PURGATORY_RACE_POINT("TimerTask::cancel: saw it scheduled, before the timer's lock");
         if (base->owner->cancel_scheduled(*this, *base)) return true;
         w = word_.load(std::memory_order_acquire);
@@ -269,11 +283,13 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
   for (;;) {
     std::uint64_t w = t.word_.load(std::memory_order_acquire);
     std::uint32_t s = TimerTask::state_of(w);
-    if (TimerTask::phase_of(s) == TimerTask::kLinking) {  // another add() is linking it
+    detail::TimerBase* held = t.holding_base();
+    if (TimerTask::phase_of(s) == TimerTask::kScheduled && held == nullptr) {
+      // Another add() took it a few instructions ago and is storing its base: look again.
+      PURGATORY_RACE_POINT("SystemTimer::schedule: scheduled, its base not stored yet");
       std::this_thread::yield();
       continue;
     }
-    detail::TimerBase* held = t.base_.load(std::memory_order_acquire);
     // A task scheduled here stays in its base (moved in place); any other goes to ours.
     detail::TimerBase& base =
         TimerTask::phase_of(s) == TimerTask::kScheduled && owns(held) ? *held : my_base();
@@ -299,9 +315,9 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
     w = t.word_.load(std::memory_order_acquire);
     s = TimerTask::state_of(w);
     std::uint32_t phase = TimerTask::phase_of(s);
-    held = t.base_.load(std::memory_order_acquire);
-    if (phase == TimerTask::kLinking) continue;
-    if (phase != TimerTask::kIdle && !owns(held)) {
+    held = t.holding_base();
+    if (phase == TimerTask::kScheduled && held == nullptr) continue;  // its base being stored
+    if (phase != TimerTask::kIdle && !owns(t.last_base())) {
       throw std::invalid_argument(
           fmt::format("SystemTimer '{}': the task is pending in another timer", name_));
     }
@@ -335,14 +351,14 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
     } else {
       // Idle, or queued (withdraw that run: its job keeps its own reference and will skip). The
       // CAS makes us the owner against a concurrent cancel(), a job's claim, or another add();
-      // the task gains the wheel's reference in the same step.
+      // the task becomes scheduled and gains the wheel's reference in the same step.
       bool won = false;
       while (phase == TimerTask::kIdle || phase == TimerTask::kQueued) {
         if (only_if_pending && phase == TimerTask::kIdle) break;
         PURGATORY_RACE_POINT("SystemTimer::schedule: state read, before taking the task");
         if (t.word_.compare_exchange_weak(
                 w,
-                TimerTask::make_word(TimerTask::with_phase(s, TimerTask::kLinking),
+                TimerTask::make_word(TimerTask::with_phase(s, TimerTask::kScheduled),
                                      TimerTask::refs_of(w) + 1),
                 std::memory_order_acq_rel)) {
           won = true;
@@ -356,11 +372,10 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
         if (only_if_pending && phase == TimerTask::kIdle) return false;  // its run just started
         continue;
       }
-      // Publish the base before the phase that makes cancel() look at it.
-      t.base_.store(&base, std::memory_order_release);
-      t.word_.fetch_add(TimerTask::state_delta(TimerTask::with_phase(s, TimerTask::kLinking),
-                                               TimerTask::with_phase(s, TimerTask::kScheduled)),
-                        std::memory_order_acq_rel);
+      PURGATORY_RACE_POINT("SystemTimer::schedule: taken, before storing its base");
+      // Scheduled, its base marked retired: a cancel() or add() meanwhile yields until this
+      // store (one store, not a second read-modify-write of word_ through a linking phase).
+      t.base_.store(reinterpret_cast<std::uintptr_t>(&base), std::memory_order_release);
     }
     if (enters_wheel && base.wheel.add(t, expiration)) {
       ++base.pending;
@@ -382,6 +397,7 @@ void SystemTimer::queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept {
   // wheel's reference passes to the job.
   const std::uint32_t s = task.state();
   const std::uint32_t ticket = next_ticket(s, TimerTask::kQueued);
+  retire_base(task);
   task.word_.fetch_add(TimerTask::state_delta(s, ticket), std::memory_order_acq_rel);
   if (batch.jobs_.empty()) {
     batch.jobs_.reserve(kMaxBatch);
@@ -395,13 +411,13 @@ bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base) noe
   {
     std::lock_guard<detail::AdaptiveMutex> guard(base.mu);
     const std::uint32_t s = task.state();
-    if (TimerTask::phase_of(s) != TimerTask::kScheduled ||
-        task.base_.load(std::memory_order_relaxed) != &base) {
+    if (TimerTask::phase_of(s) != TimerTask::kScheduled || task.holding_base() != &base) {
       return false;
     }
     TimingWheel::remove(task);
     --base.pending;
     if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+    retire_base(task);
     // Idle, and the wheel's reference dropped, in one step.
     before = task.word_.fetch_sub(
         TimerTask::state_delta(TimerTask::with_phase(s, TimerTask::kIdle), s) + TimerTask::kOneRef,
@@ -715,6 +731,7 @@ std::vector<TaskRef> SystemTimer::close() {
     for (const auto& b : bases_) {
       b->wheel.drain([&](TimerTask& t) {
         const std::uint32_t s = t.state();
+        retire_base(t);
         t.word_.fetch_add(TimerTask::state_delta(s, TimerTask::with_phase(s, TimerTask::kIdle)),
                           std::memory_order_acq_rel);
         handed_back.emplace_back(&t, /*add_ref=*/false);  // adopt the wheel's reference

@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include "purgatory/timer/detail/thread_slot.hpp"
 #include "race_schedule.hpp"
 #include "timer_contract_support.hpp"
 
@@ -497,4 +499,78 @@ TEST_CASE(
     return bytes;
   };
   CHECK(bytes_with(100) == bytes_with(20'000));
+}
+
+namespace {
+
+// Runs `second` on another thread at the moment an add() on this thread has taken `task` (one
+// CAS to scheduled) but not yet stored its base, and holds the add there until `second` has
+// seen that window (`waiting_point`, hit at least once). The task was scheduled and cancelled in
+// base 1 before, so the base it last held is a stale one: a reader that trusted it would lock
+// the wrong base. Returns whether `second` saw the window.
+bool race_into_base_store(ManualTimer& m, const TaskRef& task, const char* waiting_point,
+                          const std::function<void()>& second, std::thread& other) {
+  std::atomic<bool> started{false};
+  RaceSchedule schedule({.pause_probability = 0,
+                         .actions = {{"SystemTimer::schedule: taken, before storing its base", [&] {
+                                        if (started.exchange(true)) return;
+                                        other = std::thread([&] {
+                                          purgatory::detail::set_timer_thread_slot(2);
+                                          second();
+                                        });
+                                        const auto give_up = std::chrono::steady_clock::now() + 10s;
+                                        while (schedule.hits(waiting_point) == 0 &&
+                                               std::chrono::steady_clock::now() < give_up) {
+                                          std::this_thread::yield();
+                                        }
+                                      }}}});
+  purgatory::detail::set_timer_thread_slot(0);
+  m.timer.add(task, 10ms);
+  return schedule.hits(waiting_point) > 0;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "timer_task.hpp: a cancel() meeting a task an add() has just taken, its base not stored yet, "
+    "waits for the add and cancels it: the task never runs (exactly one outcome)") {
+  ManualTimer m(1ms, 20, 0, /*bases=*/4);
+  auto task = purgatory::make_task<CountingTask>();
+  purgatory::detail::set_timer_thread_slot(1);
+  m.timer.add(task, 5ms);
+  REQUIRE(task->cancel());  // last held by base 1, now retired
+  std::atomic<int> cancelled{-1};
+  std::thread other;
+  const bool saw = race_into_base_store(
+      m, task, "TimerTask::cancel: scheduled, its base not stored yet",
+      [&] { cancelled = task->cancel() ? 1 : 0; }, other);
+  other.join();
+  CHECK(saw);
+  CHECK(cancelled == 1);
+  CHECK_FALSE(task->is_pending());
+  CHECK(m.timer.size() == 0);
+  m.advance(50ms);
+  CHECK(task->runs == 0);
+}
+
+TEST_CASE(
+    "timer_task.hpp: an add() meeting a task another add() has just taken, its base not stored "
+    "yet, waits for it, then moves the task in place: it runs once, at the later deadline") {
+  ManualTimer m(1ms, 20, 0, /*bases=*/4);
+  auto task = purgatory::make_task<CountingTask>();
+  purgatory::detail::set_timer_thread_slot(1);
+  m.timer.add(task, 5ms);
+  REQUIRE(task->cancel());
+  std::thread other;
+  const bool saw = race_into_base_store(
+      m, task, "SystemTimer::schedule: scheduled, its base not stored yet",
+      [&] { m.timer.add(task, 30ms); }, other);
+  other.join();
+  CHECK(saw);
+  CHECK(m.timer.size() == 1);
+  m.advance(29ms);
+  CHECK(task->runs == 0);
+  m.advance(1ms);
+  CHECK(task->runs == 1);
+  CHECK(m.timer.size() == 0);
 }

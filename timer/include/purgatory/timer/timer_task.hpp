@@ -89,12 +89,8 @@ class TimerTask {
   // The state = (sequence << 2) | phase. The sequence grows each time the task is handed to an
   // executor, so a stale ExpiredTask can never claim a later run (no ABA).
   static constexpr std::uint32_t kIdle = 0;       // not in any timer
-  static constexpr std::uint32_t kScheduled = 1;  // linked in a bucket of base_
+  static constexpr std::uint32_t kScheduled = 1;  // linked in a bucket of its base (base_)
   static constexpr std::uint32_t kQueued = 2;     // expired; an ExpiredTask will run it
-  // An add() won the task and is linking it into base_ (under that base's lock): a cancel() or
-  // another add() waits the few instructions until it is scheduled. It exists so that base_ is
-  // written by the one winning add, before any cancel() can look at it.
-  static constexpr std::uint32_t kLinking = 3;
   static constexpr std::uint32_t phase_of(std::uint32_t s) noexcept { return s & 3U; }
   static constexpr std::uint32_t with_phase(std::uint32_t s, std::uint32_t p) noexcept {
     return (s & ~3U) | p;
@@ -129,9 +125,24 @@ class TimerTask {
   Hook hook_;                      // guarded by base_'s lock (or the owner of list_)
   std::int64_t expiration_ = 0;    // wheel time of the run; guarded like hook_
   TimerTaskList* list_ = nullptr;  // bucket holding the task; guarded like hook_
-  // The timer base (wheel and lock, one of its SystemTimer's) holding or last holding the task:
-  // written by the add() that moves it out of idle or queued, before it becomes scheduled.
-  std::atomic<detail::TimerBase*> base_{nullptr};
+  // The timer base (wheel and lock, one of its SystemTimer's) holding or last holding the task,
+  // with kRetired set unless it holds it now. The add() that takes the task out of idle or
+  // queued (one CAS of word_ to scheduled) stores its base, under that base's lock, just after
+  // the CAS; whoever takes a task out of scheduled (under its base's lock) marks the base retired
+  // before the state changes. So a scheduled task whose base_ reads retired is being linked by
+  // an add() that holds that base's lock: a cancel() or another add() yields and looks again.
+  static constexpr std::uintptr_t kRetired = 1;
+  // The base holding the task now, or null while an add() is still storing it. Meaningful when
+  // the state read just before (acquire) was scheduled; confirm under that base's lock.
+  [[nodiscard]] detail::TimerBase* holding_base() const noexcept {
+    const std::uintptr_t b = base_.load(std::memory_order_acquire);
+    return (b & kRetired) != 0 ? nullptr : reinterpret_cast<detail::TimerBase*>(b);
+  }
+  // The base holding or last holding the task (null if it never was in a timer).
+  [[nodiscard]] detail::TimerBase* last_base() const noexcept {
+    return reinterpret_cast<detail::TimerBase*>(base_.load(std::memory_order_acquire) & ~kRetired);
+  }
+  std::atomic<std::uintptr_t> base_{0};
 };
 
 using TaskRef = boost::intrusive_ptr<TimerTask>;
