@@ -505,11 +505,14 @@ namespace {
 
 // Runs `second` on another thread at the moment an add() on this thread has taken `task` (one
 // CAS to scheduled) but not yet stored its base, and holds the add there until `second` has
-// seen that window (`waiting_point`, hit at least once). The task was scheduled and cancelled in
-// base 1 before, so the base it last held is a stale one: a reader that trusted it would lock
-// the wrong base. Returns whether `second` saw the window.
+// seen that window (`waiting_point`, hit at least once). The task is first scheduled and
+// cancelled in base 1, so the base it last held is a stale one: a reader that trusted it would
+// lock the wrong base. Returns whether `second` saw the window.
 bool race_into_base_store(ManualTimer& m, const TaskRef& task, const char* waiting_point,
                           const std::function<void()>& second, std::thread& other) {
+  purgatory::detail::set_timer_thread_slot(1);
+  m.timer.add(task, 5ms);
+  REQUIRE(task->cancel());  // last held by base 1, now retired: the stale base of the race
   std::atomic<bool> started{false};
   RaceSchedule schedule({.pause_probability = 0,
                          .actions = {{"SystemTimer::schedule: taken, before storing its base", [&] {
@@ -536,9 +539,6 @@ TEST_CASE(
     "waits for the add and cancels it: the task never runs (exactly one outcome)") {
   ManualTimer m(1ms, 20, 0, /*bases=*/4);
   auto task = purgatory::make_task<CountingTask>();
-  purgatory::detail::set_timer_thread_slot(1);
-  m.timer.add(task, 5ms);
-  REQUIRE(task->cancel());  // last held by base 1, now retired
   std::atomic<int> cancelled{-1};
   std::thread other;
   const bool saw = race_into_base_store(
@@ -558,9 +558,6 @@ TEST_CASE(
     "yet, waits for it, then moves the task in place: it runs once, at the later deadline") {
   ManualTimer m(1ms, 20, 0, /*bases=*/4);
   auto task = purgatory::make_task<CountingTask>();
-  purgatory::detail::set_timer_thread_slot(1);
-  m.timer.add(task, 5ms);
-  REQUIRE(task->cancel());
   std::thread other;
   const bool saw = race_into_base_store(
       m, task, "SystemTimer::schedule: scheduled, its base not stored yet",
