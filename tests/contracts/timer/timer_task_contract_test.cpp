@@ -507,9 +507,10 @@ namespace {
 // CAS to scheduled) but not yet stored its base, and holds the add there until `second` has
 // seen that window (`waiting_point`, hit at least once). The task is first scheduled and
 // cancelled in base 1, so the base it last held is a stale one: a reader that trusted it would
-// lock the wrong base. Returns whether `second` saw the window.
+// lock the wrong base. Returns, once `second` has returned too, whether it saw the window.
 bool race_into_base_store(ManualTimer& m, const TaskRef& task, const char* waiting_point,
-                          const std::function<void()>& second, std::thread& other) {
+                          const std::function<void()>& second) {
+  std::thread other;
   purgatory::detail::set_timer_thread_slot(1);
   m.timer.add(task, 5ms);
   REQUIRE(task->cancel());  // last held by base 1, now retired: the stale base of the race
@@ -529,6 +530,9 @@ bool race_into_base_store(ManualTimer& m, const TaskRef& task, const char* waiti
                                       }}}});
   purgatory::detail::set_timer_thread_slot(0);
   m.timer.add(task, 10ms);
+  // Joined while `second` and the schedule are alive: it is still inside cancel() or add(),
+  // passing race points, when the add above returns.
+  if (other.joinable()) other.join();
   return schedule.hits(waiting_point) > 0;
 }
 
@@ -540,11 +544,9 @@ TEST_CASE(
   ManualTimer m(1ms, 20, 0, /*bases=*/4);
   auto task = purgatory::make_task<CountingTask>();
   std::atomic<int> cancelled{-1};
-  std::thread other;
-  const bool saw = race_into_base_store(
-      m, task, "TimerTask::cancel: scheduled, its base not stored yet",
-      [&] { cancelled = task->cancel() ? 1 : 0; }, other);
-  other.join();
+  const bool saw =
+      race_into_base_store(m, task, "TimerTask::cancel: scheduled, its base not stored yet",
+                           [&] { cancelled = task->cancel() ? 1 : 0; });
   CHECK(saw);
   CHECK(cancelled == 1);
   CHECK_FALSE(task->is_pending());
@@ -558,11 +560,9 @@ TEST_CASE(
     "yet, waits for it, then moves the task in place: it runs once, at the later deadline") {
   ManualTimer m(1ms, 20, 0, /*bases=*/4);
   auto task = purgatory::make_task<CountingTask>();
-  std::thread other;
-  const bool saw = race_into_base_store(
-      m, task, "SystemTimer::schedule: scheduled, its base not stored yet",
-      [&] { m.timer.add(task, 30ms); }, other);
-  other.join();
+  const bool saw =
+      race_into_base_store(m, task, "SystemTimer::schedule: scheduled, its base not stored yet",
+                           [&] { m.timer.add(task, 30ms); });
   CHECK(saw);
   CHECK(m.timer.size() == 1);
   m.advance(29ms);
