@@ -10,6 +10,12 @@
 // no purge interval, and no operation completed through one key lingers on the others
 // (KAFKA-19389 and KAFKA-19763 were broker OOMs from exactly that).
 //
+// A shard looks a key up first in 64 slots indexed by the key's hash, each holding the list last
+// found or made there: a watch on a key already watched reads lines written only when a slot
+// changes hands, not the map's chain, whose nodes the completing thread writes on every unlink
+// (purgatory_bench, 100k/s, 3 keys of 1000: about 0.1 us of CPU less per request). KeyEqual
+// confirms every hit.
+//
 // Key entries come from the timer's per-thread pool (timer/detail/task_pool.hpp), not malloc: a
 // key is often added by a watching thread and erased by a completing one, the pattern glibc's
 // malloc handles worst. So once the pool is warm, watching on keys nobody watches and the erase
@@ -27,6 +33,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -278,6 +285,7 @@ class DelayedOperationPurgatory {
   using Access = detail::OperationAccess;
   using Ops = boost::container::small_vector<OperationRef, 8>;
   static constexpr std::size_t kMinShrinkBuckets = 1024;
+  static constexpr std::size_t kRecentSlots = 64;
 
   struct alignas(64) Shard {
     detail::AdaptiveMutex mu;
@@ -291,6 +299,11 @@ class DelayedOperationPurgatory {
     // Operations whose first key is here: counting per shard, under a lock already held, keeps
     // the adding and the completing threads off one shared counter.
     std::atomic<std::size_t> delayed{0};  // written under mu
+    // In front of `entries`: by the key's hash, the list last found or made for a key with that
+    // slot (null when none, or when that list's entry was erased). A watch on a key already
+    // here reads these lines, written only when a slot changes hands, instead of walking the
+    // map's chain through nodes the completing thread has just written.
+    std::array<detail::WatchList*, kRecentSlots> recent{};  // guarded by mu
   };
 
   // The part the operations reference (kept alive by them while they are watched).
@@ -347,8 +360,10 @@ class DelayedOperationPurgatory {
   }
 
   [[nodiscard]] std::size_t shard_of(const Key& key) const {
-    // Fibonacci hashing: the map's own buckets use the low bits of the same hash.
-    const auto h = static_cast<std::uint64_t>(Hash{}(key));
+    return shard_of_hash(static_cast<std::uint64_t>(Hash{}(key)));
+  }
+  [[nodiscard]] std::size_t shard_of_hash(std::uint64_t h) const noexcept {
+    // Fibonacci hashing: the map's own buckets (and `recent`) use the low bits of the same hash.
     return shift_ >= 64 ? 0 : static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ULL) >> shift_);
   }
 
@@ -442,16 +457,21 @@ class DelayedOperationPurgatory {
 
   // `first`: the operation's first node, which carries its count in `delayed`.
   void link(DelayedOperation& op, const Key& key, detail::WatchNode& node, bool first) {
-    const std::size_t index = shard_of(key);
+    const auto h = static_cast<std::uint64_t>(Hash{}(key));
+    const std::size_t index = shard_of_hash(h);
     Shard& shard = shards_[index];
     const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
     if (shard.closed) throw PurgatoryShutDown(state_->name(), "try_complete_else_watch");
-    auto [it, inserted] = shard.entries.try_emplace(key);
-    detail::WatchList& list = it->second;
-    if (inserted) {
-      list.key = &it->first;
-      list.shard = static_cast<std::uint32_t>(index);
+    detail::WatchList*& recent = shard.recent[h & (kRecentSlots - 1)];
+    if (recent == nullptr || !KeyEqual{}(*static_cast<const Key*>(recent->key), key)) {
+      auto [it, inserted] = shard.entries.try_emplace(key);
+      if (inserted) {
+        it->second.key = &it->first;
+        it->second.shard = static_cast<std::uint32_t>(index);
+      }
+      recent = &it->second;
     }
+    detail::WatchList& list = *recent;
     node.op = &op;
     node.list = &list;
     list.nodes.push_back(node);
@@ -468,8 +488,12 @@ class DelayedOperationPurgatory {
     bump(shard.watched, -1);
     if (first) bump(shard.delayed, -1);
     if (list->nodes.empty()) {
+      const Key& key = *static_cast<const Key*>(list->key);
+      detail::WatchList*& recent =
+          shard.recent[static_cast<std::uint64_t>(Hash{}(key)) & (kRecentSlots - 1)];
+      if (recent == list) recent = nullptr;
       // Erase through an iterator: erasing by a reference to the entry's own key is not safe.
-      shard.entries.erase(shard.entries.find(*static_cast<const Key*>(list->key)));
+      shard.entries.erase(shard.entries.find(key));
       // Bucket arrays never shrink by themselves: after a burst of keys, give the memory back
       // (amortized O(1): it takes a 16x fall in size between two shrinks).
       const std::size_t buckets = shard.entries.bucket_count();

@@ -119,6 +119,57 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "delayed_operation_purgatory.hpp: a key erased when its list empties comes back as a new "
+    "entry: keys watched, emptied and watched again, keys sharing a lookup slot included, each "
+    "list exactly their own operations") {
+  // One shard, and keys 4096 apart: their hashes agree in the low bits, so they share the slot of
+  // the shard's lookup in front of its key map, and each erase must leave that slot pointing at
+  // no freed entry.
+  PurgatoryOptions options;
+  options.shards = 1;
+  ManualPurgatory<int> p(options);
+  constexpr std::array<int, 3> kKeys = {0, 4096, 8192};
+  std::array<std::vector<ProbeRef>, kKeys.size()> waiting;  // per key, watched now
+  std::uint64_t state = 12345;
+  const auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>(state >> 33);
+  };
+  for (int round = 0; round < 2000; ++round) {
+    const std::size_t k = next() % kKeys.size();
+    auto& ops = waiting[k];
+    if (ops.empty() || next() % 2 == 0) {
+      ops.push_back(probe(1h));
+      p.purgatory.try_complete_else_watch(ops.back(), {kKeys[k]});
+    } else {
+      // Complete all of this key's operations: its list empties and its entry is erased.
+      for (auto& op : ops)
+        op->completable = true;
+      REQUIRE(p.purgatory.check_and_complete(kKeys[k]) == ops.size());
+      for (const auto& op : ops)
+        REQUIRE(op->completions == 1);
+      ops.clear();
+    }
+    std::size_t total = 0;
+    for (const auto& w : waiting)
+      total += w.size();
+    REQUIRE(p.purgatory.watched() == total);
+  }
+  const auto snap = p.purgatory.snapshot();
+  std::size_t keys_waiting = 0;
+  for (const auto& w : waiting)
+    keys_waiting += w.empty() ? 0 : 1;
+  CHECK(snap.keys_total == keys_waiting);
+  for (std::size_t k = 0; k < kKeys.size(); ++k) {
+    for (auto& op : waiting[k])
+      op->completable = true;
+    CHECK(p.purgatory.check_and_complete(kKeys[k]) == waiting[k].size());
+  }
+  CHECK(p.purgatory.watched() == 0);
+  CHECK(p.purgatory.snapshot().keys_total == 0);
+}
+
+TEST_CASE(
     "delayed_operation_purgatory.hpp: key entries come from the pool: once warm, watching on keys "
     "nobody watches and completing there (which erases them) allocates nothing from the heap") {
   if (!contract::counting_allocations() || !purgatory::detail::kTaskPoolOn) {
