@@ -217,14 +217,19 @@ class RunLog {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_until(lock, limit, [this] { return all_; });
   }
-  // Once every thread that ran tasks was joined: run.ran[i] for each task that ran.
+  // Once every thread that ran tasks was joined: run.ran[i] for each task that ran. A task that
+  // ran twice fills the log early: the runs after the n-th are only counted (in extra_runs), so
+  // their tasks show as missing too. Either count above 0 fails the run.
   void fill(Run& run) const {
     const std::size_t n = std::min(next_.load(), entries_.size());
     run.extra_runs = extra_.load();
     for (std::size_t k = 0; k < n; ++k) {
       std::int64_t& ran = run.ran[entries_[k].task];
-      if (ran != 0) ++run.extra_runs;  // ran twice: keep the first
-      if (ran == 0) ran = entries_[k].ns;
+      if (ran == 0) {
+        ran = entries_[k].ns;
+      } else {
+        ++run.extra_runs;  // ran twice: keep the first
+      }
     }
   }
 
