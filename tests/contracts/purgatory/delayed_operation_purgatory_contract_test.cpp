@@ -438,11 +438,25 @@ void check_refused_left_nothing(P& purgatory, SystemTimer& timer, const ProbeRef
 }
 
 TEST_CASE(
-    "delayed_operation_purgatory.hpp: refused when hashing a key throws after other keys were "
-    "linked: nothing stays behind, checks meanwhile do not complete it, and a retry works") {
+    "delayed_operation_purgatory.hpp: refused when hashing a key throws: nothing stays behind, "
+    "and a retry works") {
   ManualTimer manual;
   DelayedOperationPurgatory<int, ThrowingHash> p(manual.timer);
   auto op = probe(1s);
+  CHECK_THROWS_AS(p.try_complete_else_watch(op, {1, 666}), std::runtime_error);
+  check_refused_left_nothing(p, *manual.timer, op, 0);
+  op->completable = true;
+  CHECK(p.try_complete_else_watch(op, {1, 2}));  // completable now: the retry completes it
+  CHECK(op->completions == 1);
+}
+
+TEST_CASE(
+    "delayed_operation_purgatory.hpp: refused when copying a key throws after other keys were "
+    "linked: nothing stays behind, checks meanwhile do not complete it, and a retry works") {
+  ManualTimer manual;
+  DelayedOperationPurgatory<FragileKey, FragileKeyHash> p(manual.timer);
+  auto op = probe(1s);
+  const std::array<FragileKey, 2> keys{FragileKey(1), FragileKey(2)};
   bool first = true;
   std::size_t checked = 99;
   RaceSchedule schedule({.seed = RaceSchedule::seed(0),
@@ -451,15 +465,21 @@ TEST_CASE(
                                         if (!std::exchange(first, false)) return;
                                         op->completable = true;
                                         // A check of the linked key, from another thread.
-                                        std::thread t([&] { checked = p.check_and_complete(1); });
+                                        std::thread t(
+                                            [&] { checked = p.check_and_complete(FragileKey(1)); });
                                         t.join();
+                                        // Key 2 is new to the map: copying it in throws.
+                                        FragileKey::fail_copies = true;
                                       }}}});
-  CHECK_THROWS_AS(p.try_complete_else_watch(op, {1, 666}), std::runtime_error);
+  CHECK_THROWS_AS(p.try_complete_else_watch(op, std::span<const FragileKey>(keys)), std::bad_alloc);
+  FragileKey::fail_copies = false;
+  CHECK(!first);  // the throw came after key 1 was linked
   CHECK(checked == 0);
   check_refused_left_nothing(p, *manual.timer, op, 0);
   CHECK(op->tries == 1);  // the check's note died with the refused watch
-  CHECK(p.check_and_complete(1) == 0);
-  CHECK(p.try_complete_else_watch(op, {1, 2}));  // completable now: the retry completes it
+  CHECK(p.check_and_complete(FragileKey(1)) == 0);
+  // Completable now: the retry completes it.
+  CHECK(p.try_complete_else_watch(op, std::span<const FragileKey>(keys)));
   CHECK(op->completions == 1);
 }
 
