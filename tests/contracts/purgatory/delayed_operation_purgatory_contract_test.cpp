@@ -437,6 +437,16 @@ void check_refused_left_nothing(P& purgatory, SystemTimer& timer, const ProbeRef
   CHECK(m.completed_total + m.expired_total + m.shut_down_total + m.cancelled_total == 0);
 }
 
+// Watches `op` on `keys`, which must be refused by a key copy throwing (FragileKey::fail_copies,
+// set by the caller or meanwhile); key copies work again afterwards.
+template <class P, std::size_t N>
+void watch_expecting_copy_failure(P& purgatory, const ProbeRef& op,
+                                  const std::array<FragileKey, N>& keys) {
+  CHECK_THROWS_AS(purgatory.try_complete_else_watch(op, std::span<const FragileKey>(keys)),
+                  std::bad_alloc);
+  FragileKey::fail_copies = false;
+}
+
 TEST_CASE(
     "delayed_operation_purgatory.hpp: refused when hashing a key throws: nothing stays behind, "
     "and a retry works") {
@@ -471,8 +481,7 @@ TEST_CASE(
                                         // Key 2 is new to the map: copying it in throws.
                                         FragileKey::fail_copies = true;
                                       }}}});
-  CHECK_THROWS_AS(p.try_complete_else_watch(op, std::span<const FragileKey>(keys)), std::bad_alloc);
-  FragileKey::fail_copies = false;
+  watch_expecting_copy_failure(p, op, keys);
   CHECK(!first);  // the throw came after key 1 was linked
   CHECK(checked == 0);
   check_refused_left_nothing(p, *manual.timer, op, 0);
@@ -494,8 +503,7 @@ TEST_CASE(
   auto op = probe(1s);
   const std::array<FragileKey, 3> keys{FragileKey(1), FragileKey(2), FragileKey(3)};
   FragileKey::fail_copies = true;  // key 1 is already in the map; key 2 must be copied in
-  CHECK_THROWS_AS(p.try_complete_else_watch(op, std::span<const FragileKey>(keys)), std::bad_alloc);
-  FragileKey::fail_copies = false;
+  watch_expecting_copy_failure(p, op, keys);
   CHECK(p.watched() == 1);  // the anchor alone
   CHECK(p.num_delayed() == 1);
   CHECK(manual.timer->size() == 1);
