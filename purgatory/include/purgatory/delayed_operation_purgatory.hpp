@@ -471,13 +471,15 @@ class DelayedOperationPurgatory {
     Shard& shard = shards_[index];
     const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
     if (shard.closed) throw PurgatoryShutDown(state_->name(), "try_complete_else_watch");
-    std::atomic<detail::WatchList*>& slot = shard.recent[h & (kRecentSlots - 1)];
+    const auto recent_slot = static_cast<std::uint32_t>(h & (kRecentSlots - 1));
+    std::atomic<detail::WatchList*>& slot = shard.recent[recent_slot];
     detail::WatchList* recent = slot.load(std::memory_order_relaxed);
     if (recent == nullptr || !KeyEqual{}(*static_cast<const Key*>(recent->key), key)) {
       auto [it, inserted] = shard.entries.try_emplace(key);
       if (inserted) {
         it->second.key = &it->first;
         it->second.shard = static_cast<std::uint32_t>(index);
+        it->second.recent_slot = recent_slot;
       }
       recent = &it->second;
       slot.store(recent, std::memory_order_relaxed);
@@ -511,14 +513,12 @@ class DelayedOperationPurgatory {
     bump(shard.watched, -1);
     if (first) bump(shard.delayed, -1);
     if (list->nodes.empty()) {
-      const Key& key = *static_cast<const Key*>(list->key);
-      std::atomic<detail::WatchList*>& slot =
-          shard.recent[static_cast<std::uint64_t>(Hash{}(key)) & (kRecentSlots - 1)];
+      std::atomic<detail::WatchList*>& slot = shard.recent[list->recent_slot];
       if (slot.load(std::memory_order_relaxed) == list) {
         slot.store(nullptr, std::memory_order_relaxed);
       }
       // Erase through an iterator: erasing by a reference to the entry's own key is not safe.
-      shard.entries.erase(shard.entries.find(key));
+      shard.entries.erase(shard.entries.find(*static_cast<const Key*>(list->key)));
       // Bucket arrays never shrink by themselves: after a burst of keys, give the memory back
       // (amortized O(1): it takes a 16x fall in size between two shrinks).
       const std::size_t buckets = shard.entries.bucket_count();

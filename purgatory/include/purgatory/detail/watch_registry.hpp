@@ -40,6 +40,7 @@ struct WatchList {
       nodes;
   const void* key = nullptr;  // the key in the shard's map (node-stable), to erase the entry
   std::uint32_t shard = 0;
+  std::uint32_t recent_slot = 0;  // the key's slot in its shard's lookup (the purgatory's `recent`)
 };
 
 // What a DelayedOperation needs from the purgatory watching it. Reference counted so that an
