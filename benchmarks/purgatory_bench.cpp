@@ -144,6 +144,15 @@ struct Stats {
   std::atomic<long> resolved{0};
 };
 
+// A request completed in time: what every implementation records for it (the harness's work).
+void record_completed(Stats& stats, Clock::time_point arrival, Clock::time_point completes_at) {
+  const auto now = Clock::now();
+  stats.completion.record(now - arrival);
+  stats.lateness.record(now - completes_at);
+  if (now < completes_at) stats.early.fetch_add(1);
+  stats.resolved.fetch_add(1);
+}
+
 double cpu_seconds(int who = RUSAGE_SELF) {
   rusage u{};
   getrusage(who, &u);
@@ -274,12 +283,10 @@ class BenchOperation final : public purgatory::DelayedOperation {
   bool try_complete() override { return Clock::now() >= completes_at_ && force_complete(); }
   void on_complete() override {
     if (outcome() == purgatory::Outcome::completed) {
-      const auto now = Clock::now();
-      stats_.completion.record(now - arrival_);
-      stats_.lateness.record(now - completes_at_);
-      if (now < completes_at_) stats_.early.fetch_add(1);
+      record_completed(stats_, arrival_, completes_at_);
+    } else if (outcome() != purgatory::Outcome::expired) {
+      stats_.resolved.fetch_add(1);  // shut down
     }
-    if (outcome() != purgatory::Outcome::expired) stats_.resolved.fetch_add(1);
   }
   void on_expiration() override {
     stats_.expiry.record(Clock::now() - arrival_);
@@ -362,11 +369,7 @@ class Naive {
     }
     // Asio timers are not thread-safe objects: cancel on the thread that runs the io_context.
     boost::asio::post(io_, [op] { op->timer.cancel(); });
-    const auto now = Clock::now();
-    op->stats.completion.record(now - op->arrival);
-    op->stats.lateness.record(now - op->completes_at);
-    if (now < op->completes_at) op->stats.early.fetch_add(1);
-    op->stats.resolved.fetch_add(1);
+    record_completed(op->stats, op->arrival, op->completes_at);
   }
   std::size_t watched() const {
     const std::lock_guard<std::mutex> lock(mu_);
@@ -586,11 +589,7 @@ class Lean {
     return op.state.compare_exchange_strong(expected, outcome, std::memory_order_acq_rel);
   }
   static void record_completion(const Op& op) {
-    const auto now = Clock::now();
-    op.stats->completion.record(now - op.arrival);
-    op.stats->lateness.record(now - op.completes_at);
-    if (now < op.completes_at) op.stats->early.fetch_add(1);
-    op.stats->resolved.fetch_add(1);
+    record_completed(*op.stats, op.arrival, op.completes_at);
   }
   std::int64_t ms_since_start(Clock::time_point t, bool round_up) const {
     const std::int64_t ns = duration_cast<nanoseconds>(t - start_).count();
@@ -686,13 +685,7 @@ class Null {
     }
     return {arrival, completes_at, &stats};
   }
-  static void complete(const Handle& h) {
-    const auto now = Clock::now();
-    h.stats->completion.record(now - h.arrival);
-    h.stats->lateness.record(now - h.completes_at);
-    if (now < h.completes_at) h.stats->early.fetch_add(1);
-    h.stats->resolved.fetch_add(1);
-  }
+  static void complete(const Handle& h) { record_completed(*h.stats, h.arrival, h.completes_at); }
   static std::size_t watched() { return 0; }
   static std::size_t delayed() { return 0; }
   static void shutdown() {}
