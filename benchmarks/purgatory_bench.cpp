@@ -421,9 +421,9 @@ class Naive {
 // driven by its own thread, and decided by one compare-and-swap; its completion leaves the wheel
 // and every list at once, as ours does. What it leaves out is what a purgatory owes its users: no
 // lock around the completion check (so no Kafka-style checks by key), no metrics or gauges, no
-// error reporting, at most kMaxKeys keys and kMaxTimeoutMs, one wheel lock for every thread. Ours
-// minus lean is the price of those on this machine; lean minus null bounds what any design doing
-// this work could cost.
+// error reporting, no shutdown that resolves what is still pending, at most kMaxKeys keys and
+// kMaxTimeoutMs, one wheel lock for every thread. Ours minus lean is the price of those on this
+// machine; lean minus null bounds what any design doing this work could cost.
 class Lean {
  public:
   static constexpr long kMaxTimeoutMs = 250;  // the wheel is 256 buckets of 1 ms
