@@ -2,7 +2,7 @@
 // served by a MetricsServer on the broker's io thread. The controls build real Produce and Fetch
 // requests and hand them to the same handlers as a client's, with a UiResponder that drops the
 // answers: what the page parks is what kcat would park. Every field is validated; a bad one
-// answers 400 naming it.
+// answers 400 naming it. The group controls are in live_view_groups.cpp.
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -38,6 +38,14 @@ void Broker::start_live_view() {
                     [this](const HttpRequest& r) { return ui_replication_delay(r); });
   ui_server_->route("POST", "/api/demo",
                     [this](const HttpRequest& r) { return handle_ui_demo_request(r); });
+  ui_server_->route("POST", "/api/members/start",
+                    [this](const HttpRequest& r) { return ui_member_start(r); });
+  ui_server_->route("POST", "/api/members/stop",
+                    [this](const HttpRequest& r) { return ui_member_stop(r); });
+  ui_server_->route("POST", "/api/members/freeze",
+                    [this](const HttpRequest& r) { return ui_member_freeze(r, true); });
+  ui_server_->route("POST", "/api/members/thaw",
+                    [this](const HttpRequest& r) { return ui_member_freeze(r, false); });
   ui_server_->start(config_.ui_host, config_.ui_port);
 }
 
@@ -73,6 +81,7 @@ std::string Broker::live_state_json(std::uint64_t since_outcome) const {
         lp.follower_offsets.push_back(pl.follower_offset(f));
     }
   }
+  add_live_groups(s);
   outcomes_->for_each_after(since_outcome, [&](const OutcomeEvent& e) { s.outcomes.push_back(e); });
   s.last_outcome_seq = outcomes_->last_seq();
   s.taken = std::chrono::steady_clock::now();

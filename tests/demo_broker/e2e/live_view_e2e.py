@@ -37,35 +37,71 @@ CHROMIUM = "/usr/bin/chromium"
 BROWSER_TIMEOUT_S = 90
 
 # The documented shape of GET /api/state (docs/live-view.md). A dict is an object with exactly
-# these keys; [x] an array of x; a tuple a choice of types; float accepts int.
+# these keys; [x] an array of x; a tuple a choice (of types or shapes); float accepts int;
+# By(f) a shape that depends on the value (f(value) returns it).
+class By:
+    def __init__(self, shape_of):
+        self.shape_of = shape_of
+
+
 NUM = (int, float)
+NONE = type(None)
 OPERATION = {"age_ms": NUM, "remaining_ms": NUM, "timeout_ms": NUM, "key_count": int}
-KEY = {"key": str, "topic": str, "partition": int, "waiting": int, "operations": [OPERATION]}
+# A purgatory's keys: fetch and produce watch partitions, join groups, heartbeat members.
+KEY_FIELDS = {"fetch": {"topic": str, "partition": int}, "produce": {"topic": str, "partition": int},
+              "join": {"group": str}, "heartbeat": {"group": str, "member": str}}
 BUCKET = {"le": (int, str), "count": int}
-PURGATORY = {
-    "name": str, "waiting": int, "watched": int, "completed_total": int, "expired_total": int,
-    "shut_down_total": int, "cancelled_total": int,
-    "wait_ms": {"count": int, "p50": NUM, "p99": NUM, "max": NUM, "buckets": [BUCKET]},
-    "keys_total": int, "keys": [KEY]}
+
+
+def purgatory_shape(p):
+    key = {"key": str, **KEY_FIELDS.get(p.get("name"), {}), "waiting": int,
+           "operations": [OPERATION]}
+    return {
+        "name": str, "waiting": int, "watched": int, "completed_total": int, "expired_total": int,
+        "shut_down_total": int, "cancelled_total": int,
+        "wait_ms": {"count": int, "p50": NUM, "p99": NUM, "max": NUM, "buckets": [BUCKET]},
+        "keys_total": int, "keys": [key]}
+
+
 LEVEL = {"tick_ms": NUM, "interval_ms": NUM, "tasks": int, "current_time_offset_ms": NUM,
          "buckets": [int], "ahead": int}
+SESSION = {"age_ms": NUM, "remaining_ms": NUM, "timeout_ms": NUM}
+JOIN_PHASE = {"ends_at": str, "rejoined": int, "awaited": int, "age_ms": (NUM, NONE),
+              "remaining_ms": (NUM, NONE), "timeout_ms": (NUM, NONE)}
+MEMBER = {"member_id": str, "client_id": str, "client_host": str, "session_timeout_ms": int,
+          "rebalance_timeout_ms": int, "leader": bool, "new": bool, "rejoined": bool,
+          "awaiting_sync": bool, "assigned": ([str], NONE), "assignment_bytes": int,
+          "session": (SESSION, NONE), "in_process": (str, NONE)}
+GROUP = {"group": str, "state": str, "generation": int, "protocol_type": (str, NONE),
+         "protocol": (str, NONE), "leader": (str, NONE), "members_total": int,
+         "pending_members": int, "join_phase": (JOIN_PHASE, NONE), "members": [MEMBER]}
+IN_PROCESS_MEMBER = {"name": str, "group": str, "topic": str, "member_id": (str, NONE),
+                     "phase": str, "frozen": bool, "generation": int, "assigned": [str],
+                     "heartbeats": int, "error": (str, NONE), "session_timeout_ms": int,
+                     "heartbeat_interval_ms": int}
 STATE = {
     "version": int, "uptime_ms": NUM,
     "broker": {"kafka_port": int, "node_id": int, "connections_open": int, "requests": int,
                "demo_running": bool, "replication_delays_ms": [int]},
-    "purgatories": [PURGATORY],
+    "purgatories": [By(purgatory_shape)],
     "timer": {"tasks": int, "wheel_size": int, "wheel_time_lag_ms": NUM,
-              "next_expiration_in_ms": (NUM, type(None)), "levels": [LEVEL]},
+              "next_expiration_in_ms": (NUM, NONE), "levels": [LEVEL]},
     "partitions_total": int,
     "partitions": [{"key": str, "topic": str, "partition": int, "log_start": int, "log_end": int,
                     "high_watermark": int, "follower_offsets": [int]}],
+    "groups_total": int,
+    "groups": [GROUP],
+    "in_process_members": [IN_PROCESS_MEMBER],
     "last_outcome_seq": int,
     "outcomes": [{"seq": int, "at_ms": NUM, "purgatory": str, "key": str, "outcome": str,
                   "waited_ms": NUM, "why": str, "text": str}]}
+GROUP_STATES = {"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"}
 
 
 def validate(value, shape, path="state"):
-    if isinstance(shape, dict):
+    if isinstance(shape, By):
+        validate(value, shape.shape_of(value if isinstance(value, dict) else {}), path)
+    elif isinstance(shape, dict):
         check(isinstance(value, dict), f"{path} is an object")
         check(set(value) == set(shape),
               f"{path} has exactly the documented keys (extra {set(value) - set(shape)}, "
@@ -76,6 +112,14 @@ def validate(value, shape, path="state"):
         check(isinstance(value, list), f"{path} is an array")
         for i, v in enumerate(value):
             validate(v, shape[0], f"{path}[{i}]")
+    elif isinstance(shape, tuple) and any(not isinstance(s, type) for s in shape):
+        for choice in shape:  # shapes among the types: the first that fits
+            try:
+                validate(value, choice, path)
+                return
+            except Failure:
+                pass
+        raise Failure(f"{path} = {value!r} fits none of {shape}")
     else:
         types = shape if isinstance(shape, tuple) else (shape,)
         ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
@@ -85,9 +129,10 @@ def validate(value, shape, path="state"):
 
 def check_semantics(s):
     """What the page relies on beyond types."""
-    check(s["version"] == 1, "version 1")
+    check(s["version"] == 2, "version 2")
     names = [p["name"] for p in s["purgatories"]]
-    check(names == ["fetch", "produce"], f"the purgatories are fetch and produce ({names})")
+    check(names == ["fetch", "produce", "join", "heartbeat"],
+          f"the purgatories are fetch, produce, join and heartbeat ({names})")
     for p in s["purgatories"]:
         check(p["keys_total"] >= len(p["keys"]), f"{p['name']}: keys_total >= keys listed")
         check(sum(b["count"] for b in p["wait_ms"]["buckets"]) == p["wait_ms"]["count"],
@@ -104,6 +149,22 @@ def check_semantics(s):
               f"level {i} lists no bucket or wheel_size of them")
         check(level["buckets"] == [] or sum(level["buckets"]) + level["ahead"] == level["tasks"],
               f"level {i}'s buckets and the tasks moved down ahead add up to its tasks")
+    check(s["groups_total"] >= len(s["groups"]), "groups_total >= groups listed")
+    in_process = {m["name"] for m in s["in_process_members"]}
+    for g in s["groups"]:
+        check(g["state"] in GROUP_STATES, f"group {g['group']}: a Kafka state ({g['state']})")
+        check(g["members_total"] >= len(g["members"]), f"group {g['group']}: total >= listed")
+        check((g["join_phase"] is not None) == (g["state"] == "PreparingRebalance"),
+              f"group {g['group']}: a join phase exactly while PreparingRebalance")
+        if g["join_phase"]:
+            jp = g["join_phase"]
+            check(jp["rejoined"] + jp["awaited"] == g["members_total"],
+                  f"group {g['group']}: rejoined + awaited = its members")
+            check(jp["ends_at"] in ("initial delay", "rebalance timeout"),
+                  f"group {g['group']}: the join phase ends at {jp['ends_at']}")
+        for m in g["members"]:
+            check(m["in_process"] is None or m["in_process"] in in_process,
+                  f"member {m['member_id']}: its in-process name is listed")
 
 
 class UiBroker(Broker):
