@@ -15,12 +15,14 @@ PID and requires a clean exit.
     /usr/bin/python3 live_view_e2e.py --broker build/.../demo_broker [--rss] [--screenshot F]
 """
 import argparse
+import base64
 import html.parser
 import json
 import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -170,11 +172,11 @@ def check_semantics(s):
 class UiBroker(Broker):
     """demo_broker with --ui on free loopback ports; log() and stop() are Broker's."""
 
-    def __init__(self, binary, workdir):
+    def __init__(self, binary, workdir, extra=()):
         self.log_path = os.path.join(workdir, "broker.log")
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0", "--ui", "127.0.0.1:0", "--verbose"],
+            [binary, "--listen", "127.0.0.1:0", "--ui", "127.0.0.1:0", "--verbose", *extra],
             stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL)
         text = ""
         fd = self.proc.stdout.fileno()
@@ -206,9 +208,14 @@ def get_state(broker, since=0):
         return json.loads(r.read().decode("utf-8"))
 
 
-def post(broker, path, **fields):
-    data = urllib.parse.urlencode(fields).encode()
-    req = urllib.request.Request(broker.url + path, data=data, method="POST")
+def post(broker, path, json_body=None, **fields):
+    """POSTs `fields` as a form, or `json_body` (a str, sent as is) as JSON."""
+    if json_body is None:
+        req = urllib.request.Request(broker.url + path, method="POST",
+                                     data=urllib.parse.urlencode(fields).encode())
+    else:
+        req = urllib.request.Request(broker.url + path, method="POST", data=json_body.encode(),
+                                     headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=CLIENT_TIMEOUT_S) as r:
             return r.status, r.read().decode()
@@ -259,13 +266,17 @@ class Dom(html.parser.HTMLParser):
         return [e for e in self.elements if all(e.get(k) == v for k, v in attrs.items())]
 
 
-def render_page(broker, workdir, polls=2, screenshot=None):
-    """The page as headless chromium renders it once it polled /api/state `polls` times."""
-    profile = tempfile.mkdtemp(prefix="chromium-", dir=workdir)
-    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+def chromium_args(profile, window):
+    return [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
             "--no-first-run", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--disable-extensions", f"--user-data-dir={profile}",
-            "--window-size=1400,1000", f"--virtual-time-budget={1000 + 300 * polls}"]
+            f"--window-size={window}"]
+
+
+def render_page(broker, workdir, polls=2, screenshot=None, window="1400,1000"):
+    """The page as headless chromium renders it once it polled /api/state `polls` times."""
+    profile = tempfile.mkdtemp(prefix="chromium-", dir=workdir)
+    args = chromium_args(profile, window) + [f"--virtual-time-budget={1000 + 300 * polls}"]
     args += [f"--screenshot={screenshot}"] if screenshot else ["--dump-dom"]
     r = subprocess.run([*args, broker.url], capture_output=True, text=True,
                        timeout=BROWSER_TIMEOUT_S)
@@ -278,6 +289,105 @@ def render_page(broker, workdir, polls=2, screenshot=None):
     check(body and int(body[0].get("data-polls", "0")) >= 1,
           f"the page polled /api/state (data-polls={body and body[0].get('data-polls')})")
     return dom
+
+
+class LivePage:
+    """The page open in one headless chromium tab that stays open, polling /api/state in real
+    time as a person's browser would; dom() reads what it shows at that moment. Speaks the
+    DevTools protocol over --remote-debugging-pipe (JSON messages ended by NUL on fds 3 and 4),
+    so it needs no module beyond the standard library, and reading the DOM again costs
+    milliseconds instead of a browser start. A context manager: on exit it closes the browser,
+    and kills the process group it started if the browser does not close."""
+
+    def __init__(self, broker, workdir, window="1400,1000"):
+        to_browser, self._out = os.pipe()
+        self._in, from_browser = os.pipe()
+
+        def on_fds_3_and_4():  # in the child: the pipe's ends where chromium looks for them
+            a, b = os.dup(to_browser), os.dup(from_browser)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+        profile = tempfile.mkdtemp(prefix="chromium-", dir=workdir)
+        self._err = open(os.path.join(workdir, "chromium.log"), "w")
+        self.proc = subprocess.Popen(
+            chromium_args(profile, window) + ["--remote-debugging-pipe", "about:blank"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._err,
+            preexec_fn=on_fds_3_and_4, close_fds=False, start_new_session=True)
+        os.close(to_browser)
+        os.close(from_browser)
+        self._buf, self._next_id = b"", 0
+        try:
+            target = self._call("Target.createTarget", url=broker.url)["targetId"]
+            self._session = self._call("Target.attachToTarget", targetId=target,
+                                       flatten=True)["sessionId"]
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, method, session=None, **params):
+        self._next_id += 1
+        msg = {"id": self._next_id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._out, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + BROWSER_TIMEOUT_S
+        while True:
+            while b"\0" in self._buf:
+                raw, self._buf = self._buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self._next_id:
+                    if "error" in reply:
+                        raise Failure(f"chromium: {method}: {reply['error']}")
+                    return reply["result"]
+            ready, _, _ = select.select([self._in], [], [], max(0, deadline - time.monotonic()))
+            chunk = os.read(self._in, 1 << 20) if ready else b""
+            if not chunk:
+                raise Failure(f"chromium did not answer {method} within {BROWSER_TIMEOUT_S} s")
+            self._buf += chunk
+
+    def dom(self):
+        html = self._call("Runtime.evaluate", self._session, returnByValue=True,
+                          expression="document.documentElement.outerHTML")["result"]["value"]
+        return Dom(html)
+
+    def wait_for(self, what, predicate, timeout=CLIENT_TIMEOUT_S):
+        """The DOM, once predicate(dom) holds (read every 100 ms until `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            dom = self.dom()
+            if predicate(dom):
+                print(f"ok   the page shows {what}", flush=True)
+                return dom
+            if time.monotonic() >= deadline:
+                raise Failure(f"the page never showed {what} within {timeout} s")
+            time.sleep(0.1)
+
+    def screenshot(self, path):
+        png = self._call("Page.captureScreenshot", self._session, format="png")["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(png))
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:  # no answer to wait for: the browser is gone once it acts on it
+                os.write(self._out, json.dumps({"id": 0, "method": "Browser.close"}).encode() +
+                         b"\0")
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        for fd in (self._out, self._in):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._err.close()
 
 
 def run(broker, workdir, rss, screenshot):
