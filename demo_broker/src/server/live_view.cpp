@@ -64,6 +64,8 @@ std::string Broker::live_state_json(std::uint64_t since_outcome) const {
   const SnapshotLimits limits{32, 20};
   s.fetch = {m.fetch, fetch_purgatory_->snapshot(limits)};
   s.produce = {m.produce, produce_purgatory_->snapshot(limits)};
+  s.join = m.join;
+  s.heartbeat = m.heartbeat;
   s.wheel = timer_->wheel_snapshot(4);  // 4 x 20 counters: 1 ms to 8 s per bucket
   s.wheel_size = TimerOptions{}.wheel_size;
   for (const auto& [topic, partitions] : log_.topics()) {

@@ -65,9 +65,6 @@ std::variant<MemberRef, HttpReply> named_member(const std::vector<MemberRef>& me
 }  // namespace
 
 void Broker::add_live_groups(LiveState& s) const {
-  const BrokerMetrics m = metrics();
-  s.join = m.join;
-  s.heartbeat = m.heartbeat;
   // The coordinator lives on this thread: its copy needs no lock, and the two purgatories'
   // snapshots in it hold each shard lock only while they copy.
   s.groups = group_coordinator_->snapshot(GroupSnapshotLimits{});

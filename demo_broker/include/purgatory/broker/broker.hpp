@@ -123,6 +123,7 @@ class Broker {
   HttpReply ui_fetch(const HttpRequest& req);
   HttpReply ui_replication_delay(const HttpRequest& req);
   // ---- the live view's group controls (server/live_view_groups.cpp) --------------------------
+  // The groups (with the join and heartbeat purgatories' snapshots) and the in-process members.
   void add_live_groups(LiveState& state) const;
   HttpReply ui_member_start(const HttpRequest& req);
   HttpReply ui_member_stop(const HttpRequest& req);
