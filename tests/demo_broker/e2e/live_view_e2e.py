@@ -351,10 +351,15 @@ class LivePage:
                 raise Failure(f"chromium did not answer {method} within {BROWSER_TIMEOUT_S} s")
             self._buf += chunk
 
+    def evaluate(self, expression):
+        """The value of a JavaScript expression in the page; None if it threw (or the page was
+        between documents)."""
+        return self._call("Runtime.evaluate", self._session, returnByValue=True,
+                          expression=expression)["result"].get("value")
+
     def dom(self):
-        html = self._call("Runtime.evaluate", self._session, returnByValue=True,
-                          expression="document.documentElement.outerHTML")["result"]["value"]
-        return Dom(html)
+        """What the page shows now; empty while it is still loading."""
+        return Dom(self.evaluate("document.documentElement.outerHTML") or "")
 
     def wait_for(self, what, predicate, timeout=CLIENT_TIMEOUT_S):
         """The DOM, once predicate(dom) holds (read every 100 ms until `timeout`)."""
@@ -368,8 +373,16 @@ class LivePage:
                 raise Failure(f"the page never showed {what} within {timeout} s")
             time.sleep(0.1)
 
-    def screenshot(self, path):
-        png = self._call("Page.captureScreenshot", self._session, format="png")["data"]
+    def screenshot(self, path, down_to=None):
+        """A PNG of the window, or of its top down to the bottom of the element `down_to` (a CSS
+        selector) when given."""
+        params = {"format": "png"}
+        if down_to:
+            width, height = self.evaluate(
+                f"[innerWidth, Math.ceil(document.querySelector({json.dumps(down_to)})"
+                ".getBoundingClientRect().bottom)]")
+            params["clip"] = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+        png = self._call("Page.captureScreenshot", self._session, **params)["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(png))
 
