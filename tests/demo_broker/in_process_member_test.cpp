@@ -93,7 +93,7 @@ TEST_CASE("two in-process members split 4 partitions 2 and 2 and stay Stable ove
 }
 
 TEST_CASE(
-    "frozen: the heartbeat purgatory expires it within its 6 s session; the other takes all") {
+    "frozen: the heartbeat purgatory expires it within its 6 s session, the other takes all") {
   TwoMembers t;
   t.two->freeze();
   CHECK(t.two->frozen());
