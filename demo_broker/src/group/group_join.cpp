@@ -284,14 +284,14 @@ void GroupCoordinator::join_outcome(const GroupMetadata& group, JoinEnd end,
           : fmt::format("generation {} starts with {} member(s), leader {}", group.generation_id(),
                         group.size(), group.leader_id().value_or(""));
   switch (end) {
-    case JoinEnd::all_rejoined:
-      outcome(
-          "join", id, "completed", waited,
-          group.size() == 0 ? "no member left to wait for" : "every member rejoined",
-          fmt::format("join phase of {} completed after {}: {}; {}", id, plain_duration(waited),
-                      group.size() == 0 ? "no member left to wait for" : "every member rejoined",
-                      next));
+    case JoinEnd::all_rejoined: {
+      const std::string why =
+          group.size() == 0 ? "no member left to wait for" : "every member rejoined";
+      outcome("join", id, "completed", waited, why,
+              fmt::format("join phase of {} completed after {}: {}; {}", id, plain_duration(waited),
+                          why, next));
       break;
+    }
     case JoinEnd::rebalance_timeout:
       outcome("join", id, "expired", waited,
               fmt::format("rebalance timeout: {} member(s) evicted", evicted.size()),
