@@ -1,9 +1,10 @@
 // GET /api/state, the consumer groups' part: the groups with their members' sessions and join
-// phases, and the page's in-process members. The shape is
-// documented in docs/live-view.md and checked by tests/demo_broker/e2e/live_view_e2e.py.
+// phases, and the page's in-process members. The shape is documented in docs/live-view.md and
+// checked by tests/demo_broker/e2e/live_view_e2e.py; change both together.
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
