@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "demo_broker", "e2e"))
-from broker_e2e import Failure  # noqa: E402
+from broker_e2e import Failure, exit_with  # noqa: E402
 from live_view_e2e import LivePage, UiBroker, get_state, post  # noqa: E402
 
 GROUP, TOPIC = "orders-app", "orders"
@@ -94,8 +94,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"FAIL {e}", file=sys.stderr)
-        sys.exit(1)
+    exit_with(main)

@@ -33,7 +33,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from broker_e2e import (  # noqa: E402
-    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, kcat, run_case)
+    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, exit_with, kcat, run_case)
 
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_TIMEOUT_S = 90
@@ -534,8 +534,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"FAIL {e}", file=sys.stderr)
-        sys.exit(1)
+    exit_with(main)

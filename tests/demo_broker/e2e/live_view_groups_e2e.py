@@ -29,7 +29,7 @@ import textwrap
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_e2e import CLIENT_TIMEOUT_S, Failure, check, run_case  # noqa: E402
+from broker_e2e import CLIENT_TIMEOUT_S, Failure, check, exit_with, run_case  # noqa: E402
 from live_view_e2e import (  # noqa: E402
     CHROMIUM, STATE, LivePage, UiBroker, check_semantics, get_state, post, validate)
 
@@ -329,8 +329,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"FAIL {e}", file=sys.stderr)
-        sys.exit(1)
+    exit_with(main)
