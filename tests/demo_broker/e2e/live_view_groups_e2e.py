@@ -6,12 +6,12 @@ Starts `demo_broker --ui` (4 partitions per topic, a 300 ms initial rebalance de
 topic; the page, open in headless chromium all along, must show lv Stable with 2 members holding 2
 partitions each. One is killed (SIGKILL: no LeaveGroup); the page must then show the heartbeat
 purgatory expiring it, the join phase of the rebalance, and the survivor holding all 4.
-Then the page's group controls, through the endpoints its buttons call: an in-process member
-started in lv takes 2 partitions from the survivor; frozen, the page shows its session running
-out, then the heartbeat purgatory expiring it; thawed, it joins again; stopped, it leaves with
-LeaveGroup. Bad input gets 400 or 404 naming the problem, a 17th member 429. Every /api/state
-read is checked against the documented shape. Each wait polls with a deadline; the broker is
-stopped by its PID and must exit cleanly.
+Then the page's group controls, clicked in the page: an in-process member started in lv takes 2
+partitions from the survivor; frozen, the page shows its session running out, then the heartbeat
+purgatory expiring it; thawed, it joins again; stopped, it leaves with LeaveGroup. Bad input
+posted to the same endpoints gets 400 or 404 naming the problem, a 17th member 429. Every
+/api/state read is checked against the documented shape. Each wait polls with a deadline; the
+broker is stopped by its PID and must exit cleanly.
 
     /usr/bin/python3 live_view_groups_e2e.py --broker build/.../demo_broker [--screenshot F]
 """
@@ -194,13 +194,29 @@ def dom_join_lines(dom):
     return [e for e in dom.elements if e["tag"] == "li" and e.get("data-purgatory") == "join"]
 
 
+def use_page(page, what, script, answer):
+    """Does on the page what a person would (`script`: JavaScript that fills in and clicks, true
+    when it found its control), then waits for the page to show the broker's 200 answer."""
+    page.evaluate("document.querySelector('#group-message').textContent = ''")
+    check(page.evaluate(script) is True, f"the page has the control to {what}")
+    page.wait_for(f"the broker's answer to '{what}' ({answer})", lambda d: any(
+        e["text"].startswith("ok:") and answer in e["text"] for e in d.find(id="group-message")))
+
+
+def click(action, member):
+    return (f"(() => {{ const b = document.querySelector('#groups button[data-action=\"{action}\"]"
+            f"[data-member=\"{member}\"]'); if (!b) return false; b.click(); return true; }})()")
+
+
 def controls(broker, page, screenshot):
-    """The page's group controls: start, freeze (expired), thaw, stop; bad input refused."""
-    status, text = post_json(broker, "api/members/start", f'{{"group": "{GROUP}", "topic": '
-                             f'"{TOPIC}", "session_timeout_ms": {FROZEN_SESSION_MS}, '
-                             f'"heartbeat_interval_ms": {FROZEN_HEARTBEAT_MS}}}')
-    check(status == 200 and '"member":"live-view-1"' in text,
-          f"POST /api/members/start (JSON) started live-view-1 ({status} {text.strip()})")
+    """The page's group controls, clicked: start, freeze (expired), thaw, stop; bad input
+    refused."""
+    use_page(page, "start an in-process member", f"""(() => {{
+        const f = document.querySelector("#f-member"); if (!f) return false;
+        f.elements.group.value = "{GROUP}"; f.elements.topic.value = "{TOPIC}";
+        f.elements.session_timeout_ms.value = "{FROZEN_SESSION_MS}";
+        f.elements.heartbeat_interval_ms.value = "{FROZEN_HEARTBEAT_MS}";
+        f.querySelector("button").click(); return true; }})()""", '"member":"live-view-1"')
     s = wait_state(broker, "live-view-1 and real-b holding 2 partitions each",
                    lambda s: (h := holdings(s)) and sorted(h) == ["live-view-1", "real-b"] and
                    all(len(p) == 2 for p in h.values()))
@@ -214,8 +230,7 @@ def controls(broker, page, screenshot):
                  lambda d: shows_group(d, "Stable", two_each) and d.find(**{
                      "data-action": "freeze", "data-member": "live-view-1"}))
 
-    status, text = post(broker, "api/members/freeze", group=GROUP, member="live-view-1")
-    check(status == 200 and '"frozen":true' in text, f"froze live-view-1 ({text.strip()})")
+    use_page(page, "freeze live-view-1", click("freeze", "live-view-1"), '"frozen":true')
     frozen_at = time.monotonic()
     # A heartbeating member's session never has less than its session minus one interval left;
     # a frozen one's runs on down.
@@ -250,14 +265,13 @@ def controls(broker, page, screenshot):
                       r"10 s without a heartbeat; lv rebalances", e["text"])
             for e in outcome_lines(d, "heartbeat", "expired"))))
 
-    status, text = post_json(broker, "api/members/thaw",
-                             f'{{"group": "{GROUP}", "member": "live-view-1"}}')
-    check(status == 200 and '"frozen":false' in text, f"thawed live-view-1 ({text.strip()})")
+    use_page(page, "thaw live-view-1", click("thaw", "live-view-1"), '"frozen":false')
     wait_state(broker, "live-view-1 back in lv with 2 partitions",
                lambda s: (h := holdings(s)) and len(h.get("live-view-1", [])) == 2)
-    status, text = post(broker, "api/members/stop", group=GROUP, member="live-view-1")
-    check(status == 200 and '"leave_group":"NONE"' in text,
-          f"stopped live-view-1 with LeaveGroup ({text.strip()})")
+    page.wait_for("live-view-1 back in lv, with its stop button",
+                  lambda d: d.find(**{"data-action": "stop", "data-member": "live-view-1"}) and
+                  "live-view-1" in rows(d))
+    use_page(page, "stop live-view-1", click("stop", "live-view-1"), '"leave_group":"NONE"')
     s = wait_state(broker, "real-b holding all 4 after the LeaveGroup",
                    lambda s: holdings(s) == {"real-b": [0, 1, 2, 3]})
     check(not s["in_process_members"], "a stopped member is no longer listed")
