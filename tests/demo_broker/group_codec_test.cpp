@@ -271,3 +271,29 @@ TEST_CASE("consumer protocol: a v1 subscription with owned partitions decodes it
           (void)pb::decode_assignment(bytes({0, 0, 0, 0, 0, 5}));
         }) == Kind::bad_count);
 }
+
+TEST_CASE("range assignor: per topic, members sorted by id take ranges, the first ones one more") {
+  const auto member = [](std::string id, std::vector<std::string> topics) {
+    return pb::JoinGroupMember{std::move(id), pb::encode_subscription({0, std::move(topics), {}})};
+  };
+  // "c" joined first but sorts last; "b" reads both topics; "x" is not a consumer.
+  const std::vector<pb::JoinGroupMember> members{
+      member("c", {"orders"}), member("a", {"orders"}), member("b", {"orders", "audit"}),
+      pb::JoinGroupMember{"x", bytes_of("not a subscription")}};
+  const auto partitions = [](const std::string& topic) { return topic == "orders" ? 5 : 2; };
+  const std::vector<pb::SyncGroupAssignment> out = pb::range_assign(members, partitions);
+  REQUIRE(out.size() == 4);
+  const auto of = [&](std::size_t i) { return pb::decode_assignment(out[i].assignment).topics; };
+  CHECK(out[0].member_id == "c");
+  CHECK(of(0) == std::vector<pb::AssignedTopic>{{"orders", {4}}});
+  CHECK(of(1) == std::vector<pb::AssignedTopic>{{"orders", {0, 1}}});
+  // Topics in name order: audit (b alone, both partitions), then orders.
+  CHECK(of(2) == std::vector<pb::AssignedTopic>{{"audit", {0, 1}}, {"orders", {2, 3}}});
+  CHECK(of(3).empty());
+  // A topic with fewer partitions than members: the last members get nothing of it.
+  const auto one = [](const std::string&) { return 1; };
+  const auto single = pb::range_assign({member("b", {"t"}), member("a", {"t"})}, one);
+  CHECK(pb::decode_assignment(single[1].assignment).topics ==
+        std::vector<pb::AssignedTopic>{{"t", {0}}});
+  CHECK(pb::decode_assignment(single[0].assignment).topics.empty());
+}

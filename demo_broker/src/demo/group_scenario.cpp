@@ -1,6 +1,5 @@
 #include "group_scenario.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <set>
 #include <string>
@@ -36,28 +35,6 @@ JoinGroupRequest join_request(const std::string& member_id, const GroupScenarioT
   r.protocol_type = "consumer";
   r.protocols = {{"range", encode_subscription({0, {kTopic}, std::nullopt})}};
   return r;
-}
-
-// Kafka's RangeAssignor for one topic: members sorted by id take consecutive ranges, the first
-// ones one partition more when it does not divide evenly.
-std::vector<SyncGroupAssignment> range_assign(const std::vector<JoinGroupMember>& members,
-                                              std::int32_t partitions) {
-  std::vector<std::string> ids;
-  for (const JoinGroupMember& m : members)
-    ids.push_back(m.member_id);
-  std::sort(ids.begin(), ids.end());
-  const auto n = static_cast<std::int32_t>(ids.size());
-  std::vector<SyncGroupAssignment> out;
-  std::int32_t next = 0;
-  for (std::int32_t i = 0; i < n; ++i) {
-    const std::int32_t count = partitions / n + (i < partitions % n ? 1 : 0);
-    AssignedTopic topic{kTopic, {}};
-    for (std::int32_t k = 0; k < count; ++k)
-      topic.partitions.push_back(next++);
-    out.push_back({ids[static_cast<std::size_t>(i)],
-                   encode_assignment({0, {std::move(topic)}, std::nullopt})});
-  }
-  return out;
 }
 
 std::vector<std::int32_t> partitions_of(const Bytes& assignment) {
@@ -136,7 +113,8 @@ void run_group_scenario(std::uint16_t port, const GroupScenarioTiming& timing,
             "member-1, first to join, leads: only it receives the members' subscriptions");
 
   // ---- the leader's assignment goes through SyncGroup ----------------------------------------
-  const std::vector<SyncGroupAssignment> split = range_assign(j1.members, partitions);
+  const auto topic_partitions = [partitions](const std::string&) { return partitions; };
+  const std::vector<SyncGroupAssignment> split = range_assign(j1.members, topic_partitions);
   c2.send(SyncGroupRequest{kGroup, generation, id2, {}}, kSyncGroupVersion);  // waits for it
   const SyncGroupResponse s1 = c1.sync_group(SyncGroupRequest{kGroup, generation, id1, split});
   const SyncGroupResponse s2 = c2.receive<SyncGroupResponse>(kSyncGroupVersion).body;
@@ -205,7 +183,7 @@ void run_group_scenario(std::uint16_t port, const GroupScenarioTiming& timing,
             "member-2 is alone in the next generation, and leads it (every member left had "
             "rejoined: the join phase completed at once)");
   const SyncGroupResponse s3 = c2.sync_group(
-      SyncGroupRequest{kGroup, j3.generation_id, id2, range_assign(j3.members, partitions)});
+      SyncGroupRequest{kGroup, j3.generation_id, id2, range_assign(j3.members, topic_partitions)});
   out.at("member-2",
          fmt::format("SyncGroup: {}", describe_assignment(decode_assignment(s3.assignment))));
   out.check(partitions_of(s3.assignment).size() == 4,

@@ -20,7 +20,7 @@ bool DelayedHeartbeat::try_complete() {
 }
 
 void DelayedHeartbeat::on_expiration() {
-  coordinator_.on_expire_heartbeat(group_, member_id_, is_pending_);
+  coordinator_.on_expire_heartbeat(group_, member_id_, is_pending_, timeout());
 }
 
 }  // namespace purgatory::broker

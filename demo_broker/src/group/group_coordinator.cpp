@@ -4,10 +4,12 @@
 // group_offsets.cpp.
 #include "purgatory/broker/group_coordinator.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -44,6 +46,15 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 
 }  // namespace
 
+std::string plain_duration(Nanos d) {
+  const double ms = std::chrono::duration<double, std::milli>(d).count();
+  if (ms < 1000) return fmt::format("{:.0f} ms", ms);
+  if (ms >= 9950) return fmt::format("{:.0f} s", ms / 1000);
+  std::string s = fmt::format("{:.1f}", ms / 1000);
+  if (s.ends_with(".0")) s.resize(s.size() - 2);
+  return s + " s";
+}
+
 std::string_view to_string(GroupState state) noexcept {
   switch (state) {
     case GroupState::empty:
@@ -58,6 +69,10 @@ std::string_view to_string(GroupState state) noexcept {
       return "Dead";
   }
   return "Unknown";
+}
+
+std::string to_string(const MemberKey& key) {
+  return key.group_id + "/" + key.member_id;
 }
 
 GroupCoordinator::GroupCoordinator(std::shared_ptr<SystemTimer> timer, GroupConfig config,
@@ -130,6 +145,13 @@ GroupCoordinatorStats GroupCoordinator::stats() const {
 
 void GroupCoordinator::event(std::string_view text) const {
   if (hooks_.on_event) hooks_.on_event(text);
+}
+
+void GroupCoordinator::outcome(std::string_view purgatory, std::string key, std::string_view how,
+                               Nanos waited, std::string why, std::string text) const {
+  if (!hooks_.on_outcome) return;
+  hooks_.on_outcome(
+      GroupOutcome{purgatory, std::move(key), how, waited, std::move(why), std::move(text)});
 }
 
 std::string GroupCoordinator::new_member_id(const std::string& client_id) {

@@ -1,9 +1,12 @@
 // JoinGroup and the join phase: rebalances, the join purgatory's DelayedJoin and
 // InitialDelayedJoin, and the next generation (Kafka's GroupCoordinator.scala).
 #include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "delayed_join.hpp"
 #include "group_metadata.hpp"
@@ -184,6 +187,8 @@ void GroupCoordinator::prepare_rebalance(const GroupRef& group, std::string_view
                                : fmt::format("{} member(s) to rejoin, up to {} ms", group->size(),
                                              group->rebalance_timeout_ms());
   }
+  group->initial_join_phase = group->is(GroupState::empty);
+  group->join_phase_started = now();
   group->transition_to(GroupState::preparing_rebalance);
   counters_.rebalances.fetch_add(1);
   event(fmt::format("group {}: PreparingRebalance ({}); the join purgatory waits for {}",
@@ -206,6 +211,14 @@ bool GroupCoordinator::maybe_extend_initial_delay(const GroupRef& group, std::in
   event(fmt::format(
       "group {}: initial rebalance delay over, but a member joined meanwhile: waiting {} ms more",
       group->group_id(), delay));
+  const Nanos at = now();
+  outcome("join", group->group_id(), "delay over", at - group->join_phase_started,
+          "a member joined meanwhile: the delay restarts",
+          fmt::format("initial rebalance delay of {} over after {}, but a member joined meanwhile: "
+                      "the join purgatory waits {} more",
+                      group->group_id(), plain_duration(at - group->join_phase_started),
+                      plain_duration(milliseconds(delay))));
+  group->join_phase_started = at;
   join_purgatory_->try_complete_else_watch(
       OperationRef(new InitialDelayedJoin(*this, group, delay, remaining)), {group->group_id()});
   return true;
@@ -213,7 +226,8 @@ bool GroupCoordinator::maybe_extend_initial_delay(const GroupRef& group, std::in
 
 void GroupCoordinator::on_complete_join(const GroupRef& group, JoinEnd end, std::string_view how) {
   if (group->is(GroupState::dead)) return;
-  for (const std::string& id : group->not_yet_rejoined_members()) {
+  const std::vector<std::string> evicted = group->not_yet_rejoined_members();
+  for (const std::string& id : evicted) {
     counters_.members_evicted.fetch_add(1);
     event(fmt::format("group {}: member {} did not rejoin before the join phase ended: evicted",
                       group->group_id(), id));
@@ -235,6 +249,7 @@ void GroupCoordinator::on_complete_join(const GroupRef& group, JoinEnd end, std:
   // timeout when none did, which only static members, not spoken here, can cause.)
   group->maybe_elect_new_joined_leader();
   group->init_next_generation();
+  join_outcome(*group, end, evicted, now() - group->join_phase_started);
   if (group->is(GroupState::empty)) {
     event(fmt::format("group {}: generation {} is Empty ({})", group->group_id(),
                       group->generation_id(), how));
@@ -257,6 +272,42 @@ void GroupCoordinator::on_complete_join(const GroupRef& group, JoinEnd end, std:
     group->maybe_invoke_join_callback(*member, r, how);
     complete_and_schedule_next_heartbeat(group, *member);
     member->is_new = false;
+  }
+}
+
+void GroupCoordinator::join_outcome(const GroupMetadata& group, JoinEnd end,
+                                    const std::vector<std::string>& evicted, Nanos waited) const {
+  const std::string& id = group.group_id();
+  const std::string next =
+      group.is(GroupState::empty)
+          ? fmt::format("{} is Empty (generation {})", id, group.generation_id())
+          : fmt::format("generation {} starts with {} member(s), leader {}", group.generation_id(),
+                        group.size(), group.leader_id().value_or(""));
+  switch (end) {
+    case JoinEnd::all_rejoined: {
+      const std::string why =
+          group.size() == 0 ? "no member left to wait for" : "every member rejoined";
+      outcome("join", id, "completed", waited, why,
+              fmt::format("join phase of {} completed after {}: {}; {}", id, plain_duration(waited),
+                          why, next));
+      break;
+    }
+    case JoinEnd::rebalance_timeout:
+      outcome("join", id, "expired", waited,
+              fmt::format("rebalance timeout: {} member(s) evicted", evicted.size()),
+              fmt::format("join phase of {} expired after {} (the rebalance timeout): {}; {}", id,
+                          plain_duration(waited),
+                          evicted.empty() ? std::string("no member to evict")
+                                          : fmt::format("{} did not rejoin and {} evicted",
+                                                        fmt::join(evicted, ", "),
+                                                        evicted.size() == 1 ? "is" : "are"),
+                          next));
+      break;
+    case JoinEnd::initial_delay:
+      outcome("join", id, "delay over", waited, "the initial rebalance delay passed",
+              fmt::format("join phase of {} ended after the initial rebalance delay ({}); {}", id,
+                          plain_duration(waited), next));
+      break;
   }
 }
 

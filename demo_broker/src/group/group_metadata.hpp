@@ -34,6 +34,9 @@ inline SyncGroupResponse sync_error(Errc error) {
   return r;
 }
 
+// A duration as a person says it in a log line: "312 ms", "1.5 s", "10 s".
+[[nodiscard]] std::string plain_duration(Nanos d);
+
 // Thread-compatible (owned by its group).
 struct MemberMetadata {
   std::string member_id;
@@ -52,6 +55,7 @@ struct MemberMetadata {
   bool is_new = false;
   bool heartbeat_satisfied = false;  // set for the instant a heartbeat completes its operation
   bool is_leaving = false;           // LeaveGroup: its heartbeat operation may complete
+  Nanos session_started{0};          // when its latest DelayedHeartbeat began (timer's clock)
 
   [[nodiscard]] bool is_awaiting_join() const noexcept { return static_cast<bool>(awaiting_join); }
   [[nodiscard]] bool is_awaiting_sync() const noexcept { return static_cast<bool>(awaiting_sync); }
@@ -114,6 +118,7 @@ class GroupMetadata {
   }
   bool remove_pending_member(const std::string& member_id) { return pending_.erase(member_id); }
   [[nodiscard]] bool has_pending_members() const noexcept { return !pending_.empty(); }
+  [[nodiscard]] std::size_t pending_members() const noexcept { return pending_.size(); }
 
   // Kafka's supportsProtocols: an empty group takes any non-empty protocol list; otherwise the
   // type must match and one protocol must be supported by every member.
@@ -142,6 +147,10 @@ class GroupMetadata {
 
   // An empty group's first join phase is waiting out its initial delay and a member came.
   bool new_member_added = false;
+  // The join phase under way (PreparingRebalance): when its operation began (timer's clock), and
+  // whether it is an InitialDelayedJoin.
+  Nanos join_phase_started{0};
+  bool initial_join_phase = false;
 
   [[nodiscard]] OffsetStore& offsets() noexcept { return offsets_; }
   [[nodiscard]] const OffsetStore& offsets() const noexcept { return offsets_; }

@@ -1,6 +1,7 @@
 // After the join phase: SyncGroup hands out the leader's assignment; heartbeats keep sessions
 // alive in the heartbeat purgatory, whose expiry removes a member; LeaveGroup ends a session at
 // once (Kafka's GroupCoordinator.scala).
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -12,7 +13,19 @@
 namespace purgatory::broker {
 
 namespace {
+
 using std::chrono::milliseconds;
+
+// What happens to a group once one of its members is removed, for outcome lines (said before the
+// removal, whose own consequences are told after).
+std::string after_removal(const GroupMetadata& group) {
+  if (group.size() <= 1) return fmt::format("{} has no member left", group.group_id());
+  if (group.is(GroupState::preparing_rebalance)) {
+    return fmt::format("{}'s join phase no longer waits for it", group.group_id());
+  }
+  return fmt::format("{} rebalances", group.group_id());
+}
+
 }  // namespace
 
 // ---- SyncGroup ------------------------------------------------------------------------------
@@ -116,7 +129,15 @@ Errc GroupCoordinator::leave_group(const LeaveGroupRequest& req) {
   if (member == nullptr) return Errc::unknown_member_id;
   counters_.members_left.fetch_add(1);
   event(fmt::format("group {}: member {} left (LeaveGroup)", group->group_id(), req.member_id));
-  remove_heartbeat_for_leaving_member(group, *member);
+  const Nanos waited = now() - member->session_started;
+  const std::string then = after_removal(*group);
+  if (remove_heartbeat_for_leaving_member(group, *member)) {
+    outcome("heartbeat", to_string(MemberKey{group->group_id(), req.member_id}), "completed",
+            waited, "LeaveGroup",
+            fmt::format("member {} of {} left (LeaveGroup): the heartbeat purgatory completed "
+                        "its session after {}; {}",
+                        req.member_id, group->group_id(), plain_duration(waited), then));
+  }
   remove_member_and_update_group(group, req.member_id,
                                  fmt::format("member {} left", req.member_id));
   return Errc::none;
@@ -133,6 +154,7 @@ void GroupCoordinator::complete_and_schedule_next_expiration(const GroupRef& gro
                                                              MemberMetadata& member,
                                                              milliseconds timeout) {
   const MemberKey key{group->group_id(), member.member_id};
+  member.session_started = now();
   member.heartbeat_satisfied = true;
   heartbeat_purgatory_->check_and_complete(key);  // the previous session operation completes
   member.heartbeat_satisfied = false;
@@ -148,10 +170,11 @@ void GroupCoordinator::add_pending_member_expiration(const GroupRef& group,
       {MemberKey{group->group_id(), member_id}});
 }
 
-void GroupCoordinator::remove_heartbeat_for_leaving_member(const GroupRef& group,
+bool GroupCoordinator::remove_heartbeat_for_leaving_member(const GroupRef& group,
                                                            MemberMetadata& member) {
   member.is_leaving = true;
-  heartbeat_purgatory_->check_and_complete(MemberKey{group->group_id(), member.member_id});
+  return heartbeat_purgatory_->check_and_complete(MemberKey{group->group_id(), member.member_id}) >
+         0;
 }
 
 bool GroupCoordinator::can_complete_heartbeat(const GroupMetadata& group,
@@ -163,31 +186,58 @@ bool GroupCoordinator::can_complete_heartbeat(const GroupMetadata& group,
 }
 
 void GroupCoordinator::on_expire_heartbeat(const GroupRef& group, const std::string& member_id,
-                                           bool is_pending) {
+                                           bool is_pending, Nanos timeout) {
   if (shut_down_ || group->is(GroupState::dead)) return;
+  const std::string& id = group->group_id();
+  const auto expired = [&](Nanos waited, std::string why, std::string text) {
+    outcome("heartbeat", to_string(MemberKey{id, member_id}), "expired", waited, std::move(why),
+            std::move(text));
+  };
   if (is_pending) {
     if (!group->is_pending_member(member_id)) return;
     counters_.pending_members_expired.fetch_add(1);
     event(
         fmt::format("group {}: member id {} (MEMBER_ID_REQUIRED) was never used to join: "
                     "forgotten",
-                    group->group_id(), member_id));
+                    id, member_id));
+    expired(timeout, "member id never used",
+            fmt::format("member id {} of {} (MEMBER_ID_REQUIRED) expired by the heartbeat "
+                        "purgatory after {} unused: forgotten",
+                        member_id, id, plain_duration(timeout)));
     remove_pending_member_and_update_group(group, member_id);
     return;
   }
   const MemberMetadata* member = group->find(member_id);
-  if (member == nullptr || member->has_satisfied_heartbeat()) return;
+  if (member == nullptr) return;
+  const Nanos waited = now() - member->session_started;
+  if (member->has_satisfied_heartbeat()) {
+    // Its JoinGroup or SyncGroup waits: alive by definition, that phase has its own timeout.
+    expired(waited, "alive: it waits in a join or sync phase",
+            fmt::format("the session of member {} of {} ran out after {} while it waits in a "
+                        "join or sync phase: it counts as alive and stays",
+                        member_id, id, plain_duration(waited)));
+    return;
+  }
   counters_.sessions_expired.fetch_add(1);
   if (member->is_new) {
     event(
         fmt::format("group {}: new member {} saw no join phase through within {} ms: expired "
                     "by the heartbeat purgatory, removed",
-                    group->group_id(), member_id, config_.new_member_join_timeout.count()));
+                    id, member_id, config_.new_member_join_timeout.count()));
+    expired(waited, "new member: no join phase completed in time",
+            fmt::format("new member {} of {} expired by the heartbeat purgatory: no join phase "
+                        "completed within {} of its JoinGroup; {}",
+                        member_id, id, plain_duration(waited), after_removal(*group)));
   } else {
     event(
         fmt::format("group {}: member {} sent no heartbeat within its session timeout ({} ms): "
                     "expired by the heartbeat purgatory, removed",
-                    group->group_id(), member_id, member->session_timeout_ms));
+                    id, member_id, member->session_timeout_ms));
+    expired(waited,
+            fmt::format("no heartbeat within its {} ms session", member->session_timeout_ms),
+            fmt::format("member {} of {} expired by the heartbeat purgatory after {} without a "
+                        "heartbeat; {}",
+                        member_id, id, plain_duration(waited), after_removal(*group)));
   }
   remove_member_and_update_group(group, member_id,
                                  fmt::format("member {} session expired", member_id));

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "observability/json_writer.hpp"
 #include "observability/live_state.hpp"
 
 namespace purgatory::broker {
@@ -18,107 +20,12 @@ namespace {
 constexpr std::array<std::int64_t, 14> kWaitBoundsMs{1,   2,   5,    10,   25,   50,    100,
                                                      250, 500, 1000, 2500, 5000, 10000, 30000};
 
-double ms(Nanos n) {
-  return std::chrono::duration<double, std::milli>(n).count();
-}
-
-// A minimal streaming JSON writer: the caller opens and closes; commas are automatic.
-class Json {
- public:
-  Json& begin_object(std::string_view key = {}) { return open(key, '{'); }
-  Json& end_object() { return close('}'); }
-  Json& begin_array(std::string_view key = {}) { return open(key, '['); }
-  Json& end_array() { return close(']'); }
-  Json& str(std::string_view key, std::string_view value) {
-    name(key);
-    quote(value);
-    return *this;
-  }
-  Json& str(std::string_view value) { return str({}, value); }
-  template <class T>
-  Json& num(std::string_view key, T value) {
-    name(key);
-    if constexpr (std::is_floating_point_v<T>) {
-      out_ += fmt::format("{:.3f}", value);
-    } else {
-      out_ += fmt::format("{}", value);
-    }
-    return *this;
-  }
-  template <class T>
-  Json& num(T value) {
-    return num({}, value);
-  }
-  Json& boolean(std::string_view key, bool value) {
-    name(key);
-    out_ += value ? "true" : "false";
-    return *this;
-  }
-  Json& null(std::string_view key) {
-    name(key);
-    out_ += "null";
-    return *this;
-  }
-  [[nodiscard]] std::string take() { return std::move(out_); }
-
- private:
-  Json& open(std::string_view key, char c) {
-    name(key);
-    out_ += c;
-    first_ = true;
-    return *this;
-  }
-  Json& close(char c) {
-    out_ += c;
-    first_ = false;
-    return *this;
-  }
-  void name(std::string_view key) {
-    if (!first_) out_ += ',';
-    first_ = false;
-    if (!key.empty()) {
-      quote(key);
-      out_ += ':';
-    }
-  }
-  void quote(std::string_view s) {
-    out_ += '"';
-    for (const char ch : s) {
-      const auto c = static_cast<unsigned char>(ch);
-      switch (c) {
-        case '"':
-          out_ += "\\\"";
-          break;
-        case '\\':
-          out_ += "\\\\";
-          break;
-        case '\n':
-          out_ += "\\n";
-          break;
-        case '\r':
-          out_ += "\\r";
-          break;
-        case '\t':
-          out_ += "\\t";
-          break;
-        default:
-          if (c < 0x20) {
-            out_ += fmt::format("\\u{:04x}", c);
-          } else {
-            out_ += ch;
-          }
-      }
-    }
-    out_ += '"';
-  }
-
-  std::string out_;
-  bool first_ = true;
-};
-
-void purgatory_json(Json& j, const LivePurgatory& p) {
-  const PurgatoryMetrics& m = p.metrics;
-  const Nanos now = p.snapshot.now;  // ages and time left as of the purgatory's own snapshot
+// One element of "purgatories": its counters and histogram, then `entries` (listed keys of
+// `snap`), each key's own fields written by key_fields(key).
+template <class Key, class KeyFields>
+void purgatory_json(JsonWriter& j, const PurgatoryMetrics& m, const PurgatorySnapshot<Key>& snap,
+                    const std::vector<const typename PurgatorySnapshot<Key>::KeyEntry*>& entries,
+                    KeyFields&& key_fields) {
   j.begin_object();
   j.str("name", m.name);
   j.num("waiting", m.delayed).num("watched", m.watched);
@@ -140,19 +47,17 @@ void purgatory_json(Json& j, const LivePurgatory& p) {
   j.begin_object().str("le", "+Inf").num("count", total - std::min(total, below)).end_object();
   j.end_array();
   j.end_object();
-  j.num("keys_total", p.snapshot.keys_total);
+  j.num("keys_total", snap.keys_total);
   j.begin_array("keys");
-  for (const auto& entry : p.snapshot.keys) {
+  for (const auto* entry : entries) {
     j.begin_object();
-    j.str("key", fmt::format("{}-{}", entry.key.topic, entry.key.partition));
-    j.str("topic", entry.key.topic).num("partition", entry.key.partition);
-    j.num("waiting", entry.waiting);
+    key_fields(entry->key);
+    j.num("waiting", entry->waiting);
     j.begin_array("operations");
-    for (const auto& op : entry.operations) {
+    for (const auto& op : entry->operations) {
+      // Ages and time left as of the purgatory's own snapshot.
       j.begin_object();
-      j.num("age_ms", ms(now - op.watched_since));
-      j.num("remaining_ms", ms(op.deadline - now));
-      j.num("timeout_ms", ms(op.timeout));
+      operation_times_json(j, snap.now, op.watched_since, op.deadline, op.timeout);
       j.num("key_count", op.key_count);
       j.end_object();
     }
@@ -163,7 +68,50 @@ void purgatory_json(Json& j, const LivePurgatory& p) {
   j.end_object();
 }
 
-void timer_json(Json& j, const LiveState& s) {
+// Every key listed, in the snapshot's order.
+template <class Key>
+std::vector<const typename PurgatorySnapshot<Key>::KeyEntry*> listed(
+    const PurgatorySnapshot<Key>& snap) {
+  std::vector<const typename PurgatorySnapshot<Key>::KeyEntry*> out;
+  for (const auto& entry : snap.keys)
+    out.push_back(&entry);
+  return out;
+}
+
+// The listed keys due soonest, at most LiveState::kMaxKeys: the ones a person watches.
+template <class Key>
+std::vector<const typename PurgatorySnapshot<Key>::KeyEntry*> soonest(
+    const PurgatorySnapshot<Key>& snap) {
+  auto out = listed(snap);
+  const auto deadline = [](const auto* e) {
+    return e->operations.empty() ? Nanos::max() : e->operations.front().deadline;
+  };
+  const auto cut = std::min(out.size(), LiveState::kMaxKeys);
+  std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(cut), out.end(),
+                    [&](const auto* a, const auto* b) { return deadline(a) < deadline(b); });
+  out.resize(cut);
+  return out;
+}
+
+void purgatories_json(JsonWriter& j, const LiveState& s) {
+  const auto partition = [&](const TopicPartition& tp) {
+    j.str("key", fmt::format("{}-{}", tp.topic, tp.partition));
+    j.str("topic", tp.topic).num("partition", tp.partition);
+  };
+  j.begin_array("purgatories");
+  purgatory_json(j, s.fetch.metrics, s.fetch.snapshot, listed(s.fetch.snapshot), partition);
+  purgatory_json(j, s.produce.metrics, s.produce.snapshot, listed(s.produce.snapshot), partition);
+  purgatory_json(j, s.join, s.groups.join, soonest(s.groups.join),
+                 [&](const std::string& group) { j.str("key", group).str("group", group); });
+  purgatory_json(j, s.heartbeat, s.groups.heartbeat, soonest(s.groups.heartbeat),
+                 [&](const MemberKey& key) {
+                   j.str("key", to_string(key)).str("group", key.group_id);
+                   j.str("member", key.member_id);
+                 });
+  j.end_array();
+}
+
+void timer_json(JsonWriter& j, const LiveState& s) {
   const WheelSnapshot& w = s.wheel;
   j.begin_object("timer");
   j.num("tasks", w.tasks).num("wheel_size", s.wheel_size);
@@ -192,10 +140,17 @@ void timer_json(Json& j, const LiveState& s) {
 
 }  // namespace
 
+void operation_times_json(JsonWriter& j, Nanos now, Nanos watched_since, Nanos deadline,
+                          Nanos timeout) {
+  j.num("age_ms", ms(now - watched_since));
+  j.num("remaining_ms", ms(deadline - now));
+  j.num("timeout_ms", ms(timeout));
+}
+
 std::string to_json(const LiveState& s) {
-  Json j;
+  JsonWriter j;
   j.begin_object();
-  j.num("version", 1);
+  j.num("version", 2);
   j.num("uptime_ms", ms(s.taken - s.started));
   j.begin_object("broker");
   j.num("kafka_port", s.kafka_port).num("node_id", s.node_id);
@@ -206,10 +161,7 @@ std::string to_json(const LiveState& s) {
     j.num(d);
   j.end_array();
   j.end_object();
-  j.begin_array("purgatories");
-  purgatory_json(j, s.fetch);
-  purgatory_json(j, s.produce);
-  j.end_array();
+  purgatories_json(j, s);
   timer_json(j, s);
   j.num("partitions_total", s.partitions_total);
   j.begin_array("partitions");
@@ -226,6 +178,7 @@ std::string to_json(const LiveState& s) {
     j.end_object();
   }
   j.end_array();
+  groups_json(j, s);
   j.num("last_outcome_seq", s.last_outcome_seq);
   j.begin_array("outcomes");
   for (const OutcomeEvent& e : s.outcomes) {
@@ -233,8 +186,9 @@ std::string to_json(const LiveState& s) {
     j.num("seq", e.seq).num("at_ms", ms(e.at - s.started));
     j.str("purgatory", e.purgatory).str("key", e.key).str("outcome", e.outcome);
     j.num("waited_ms", e.waited_ms).str("why", e.why);
-    j.str("text", fmt::format("{} on {} {} after {:.0f} ms ({})", e.purgatory, e.key, e.outcome,
-                              e.waited_ms, e.why));
+    j.str("text", !e.text.empty() ? e.text
+                                  : fmt::format("{} on {} {} after {:.0f} ms ({})", e.purgatory,
+                                                e.key, e.outcome, e.waited_ms, e.why));
     j.end_object();
   }
   j.end_array();

@@ -1,5 +1,8 @@
 #include "purgatory/broker/consumer_protocol.hpp"
 
+#include <algorithm>
+#include <map>
+
 #include <fmt/format.h>
 
 namespace purgatory::broker {
@@ -53,6 +56,41 @@ ConsumerAssignment decode_assignment(ByteView bytes) {
   });
   if (!r.at_end()) a.user_data = r.read_nullable_bytes("assignment.user_data");
   return a;
+}
+
+std::vector<SyncGroupAssignment> range_assign(
+    const std::vector<JoinGroupMember>& members,
+    const std::function<std::int32_t(const std::string& topic)>& partitions) {
+  std::map<std::string, std::vector<std::string>> subscribers;  // topic -> member ids
+  for (const JoinGroupMember& m : members) {
+    try {
+      for (const std::string& topic : decode_subscription(m.metadata).topics)
+        subscribers[topic].push_back(m.member_id);
+    } catch (const DecodeError&) {
+      // Not a consumer: nothing for it.
+    }
+  }
+  std::map<std::string, ConsumerAssignment> assigned;
+  for (auto& [topic, ids] : subscribers) {
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    const std::int32_t count = std::max(partitions(topic), 0);
+    const auto n = static_cast<std::int32_t>(ids.size());
+    std::int32_t next = 0;
+    for (std::int32_t i = 0; i < n; ++i) {
+      const std::int32_t share = count / n + (i < count % n ? 1 : 0);
+      if (share == 0) continue;
+      AssignedTopic& t = assigned[ids[static_cast<std::size_t>(i)]].topics.emplace_back();
+      t.topic = topic;
+      for (std::int32_t k = 0; k < share; ++k)
+        t.partitions.push_back(next++);
+    }
+  }
+  std::vector<SyncGroupAssignment> out;
+  out.reserve(members.size());
+  for (const JoinGroupMember& m : members)
+    out.push_back({m.member_id, encode_assignment(assigned[m.member_id])});
+  return out;
 }
 
 std::string describe_assignment(const ConsumerAssignment& assignment) {

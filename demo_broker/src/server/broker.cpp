@@ -10,6 +10,8 @@
 #include <boost/asio/ip/address.hpp>
 
 #include "connection.hpp"
+#include "purgatory/broker/group_coordinator.hpp"
+#include "purgatory/broker/in_process_member.hpp"
 #include "purgatory/broker/metrics_server.hpp"
 #include "purgatory/broker/prometheus_exposition.hpp"
 #include "purgatory/timer/timer_task.hpp"
@@ -85,6 +87,17 @@ Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
     return log_.find(topic, partition) != nullptr;
   };
   hooks.on_event = [this](std::string_view e) { event(e); };
+  hooks.on_outcome = [this](const GroupOutcome& o) {
+    OutcomeEvent e;
+    e.at = std::chrono::steady_clock::now();
+    e.purgatory = o.purgatory;
+    e.key = o.key;
+    e.outcome = o.outcome;
+    e.waited_ms = std::chrono::duration<double, std::milli>(o.waited).count();
+    e.why = o.why;
+    e.text = o.text;
+    outcomes_->add(std::move(e));
+  };
   hooks.on_error = [this](std::string_view e) { log(e); };
   group_coordinator_ = std::make_unique<GroupCoordinator>(timer_, config_.groups, std::move(hooks));
   group_handler_ = std::make_unique<GroupHandler>(*group_coordinator_, [this] {
@@ -161,6 +174,7 @@ void Broker::stop() {
   fetch_purgatory_->shutdown();
   produce_purgatory_->shutdown();
   group_coordinator_->shutdown();
+  ui_members_.clear();  // their steps are cancelled; no LeaveGroup after shutdown
   driver_.reset();
   (void)timer_->close();  // drops pending follower catch-ups
 }

@@ -2,15 +2,12 @@
 // served by a MetricsServer on the broker's io thread. The controls build real Produce and Fetch
 // requests and hand them to the same handlers as a client's, with a UiResponder that drops the
 // answers: what the page parks is what kcat would park. Every field is validated; a bad one
-// answers 400 naming it.
-#include <algorithm>
-#include <charconv>
+// answers 400 naming it. The group controls are in live_view_groups.cpp.
 #include <chrono>
 #include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,107 +19,10 @@
 #include "purgatory/broker/prometheus_exposition.hpp"
 #include "purgatory/broker/records.hpp"
 #include "requests/outcome_log.hpp"
+#include "server/live_view_http.hpp"
 #include "server/ui_responder.hpp"
 
 namespace purgatory::broker {
-
-namespace {
-
-constexpr std::string_view kJson = "application/json";
-
-HttpReply bad_request(std::string message) {
-  return HttpReply{400, "text/plain; charset=utf-8", std::move(message) + "\n"};
-}
-
-HttpReply json_reply(std::string body, unsigned status = 200) {
-  return HttpReply{status, std::string(kJson), std::move(body)};
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string url_decode(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 &&
-               hex_value(s[i + 2]) >= 0) {
-      out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-// Form fields from the query string and an application/x-www-form-urlencoded body.
-class Params {
- public:
-  explicit Params(const HttpRequest& req) {
-    parse(req.query);
-    if (req.content_type.starts_with("application/x-www-form-urlencoded") ||
-        (req.content_type.empty() && !req.body.empty())) {
-      parse(req.body);
-    }
-  }
-
-  [[nodiscard]] std::optional<std::string> text(std::string_view name) const {
-    for (const auto& [k, v] : fields_) {
-      if (k == name) return v;
-    }
-    return std::nullopt;
-  }
-
-  // The integer field `name` in [lo, hi], `fallback` when absent. Throws the 400's message.
-  [[nodiscard]] std::int64_t integer(std::string_view name, std::int64_t lo, std::int64_t hi,
-                                     std::optional<std::int64_t> fallback) const {
-    const auto v = text(name);
-    if (!v || v->empty()) {
-      if (fallback) return *fallback;
-      throw std::invalid_argument(
-          fmt::format("field '{}' is required (an integer in {}..{})", name, lo, hi));
-    }
-    std::int64_t out = 0;
-    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
-    if (ec != std::errc() || end != v->data() + v->size() || out < lo || out > hi) {
-      throw std::invalid_argument(
-          fmt::format("field '{}' must be an integer in {}..{}, got '{}'", name, lo, hi, *v));
-    }
-    return out;
-  }
-
-  [[nodiscard]] std::string topic() const {
-    const auto t = text("topic");
-    if (!t || t->empty()) throw std::invalid_argument("field 'topic' is required");
-    if (!is_valid_topic_name(*t)) {
-      throw std::invalid_argument(fmt::format(
-          "field 'topic' is not a valid topic name: '{}' (1..249 of [a-zA-Z0-9._-])", *t));
-    }
-    return *t;
-  }
-
- private:
-  void parse(std::string_view s) {
-    while (!s.empty()) {
-      const auto amp = s.find('&');
-      const std::string_view pair = s.substr(0, amp);
-      s = amp == std::string_view::npos ? std::string_view{} : s.substr(amp + 1);
-      if (pair.empty()) continue;
-      const auto eq = pair.find('=');
-      fields_.emplace_back(url_decode(pair.substr(0, eq)),
-                           eq == std::string_view::npos ? "" : url_decode(pair.substr(eq + 1)));
-    }
-  }
-  std::vector<std::pair<std::string, std::string>> fields_;
-};
-
-}  // namespace
 
 void Broker::start_live_view() {
   ui_responder_ = std::make_shared<UiResponder>();
@@ -138,6 +38,14 @@ void Broker::start_live_view() {
                     [this](const HttpRequest& r) { return ui_replication_delay(r); });
   ui_server_->route("POST", "/api/demo",
                     [this](const HttpRequest& r) { return handle_ui_demo_request(r); });
+  ui_server_->route("POST", "/api/members/start",
+                    [this](const HttpRequest& r) { return ui_member_start(r); });
+  ui_server_->route("POST", "/api/members/stop",
+                    [this](const HttpRequest& r) { return ui_member_stop(r); });
+  ui_server_->route("POST", "/api/members/freeze",
+                    [this](const HttpRequest& r) { return ui_member_freeze(r, true); });
+  ui_server_->route("POST", "/api/members/thaw",
+                    [this](const HttpRequest& r) { return ui_member_freeze(r, false); });
   ui_server_->start(config_.ui_host, config_.ui_port);
 }
 
@@ -156,6 +64,8 @@ std::string Broker::live_state_json(std::uint64_t since_outcome) const {
   const SnapshotLimits limits{32, 20};
   s.fetch = {m.fetch, fetch_purgatory_->snapshot(limits)};
   s.produce = {m.produce, produce_purgatory_->snapshot(limits)};
+  s.join = m.join;
+  s.heartbeat = m.heartbeat;
   s.wheel = timer_->wheel_snapshot(4);  // 4 x 20 counters: 1 ms to 8 s per bucket
   s.wheel_size = TimerOptions{}.wheel_size;
   for (const auto& [topic, partitions] : log_.topics()) {
@@ -173,6 +83,7 @@ std::string Broker::live_state_json(std::uint64_t since_outcome) const {
         lp.follower_offsets.push_back(pl.follower_offset(f));
     }
   }
+  add_live_groups(s);
   outcomes_->for_each_after(since_outcome, [&](const OutcomeEvent& e) { s.outcomes.push_back(e); });
   s.last_outcome_seq = outcomes_->last_seq();
   s.taken = std::chrono::steady_clock::now();
@@ -181,7 +92,7 @@ std::string Broker::live_state_json(std::uint64_t since_outcome) const {
 
 HttpReply Broker::ui_state(const HttpRequest& req) const {
   try {
-    const Params params(req);
+    const RequestFields params = fields(req);
     const auto since = params.integer("since", 0, std::numeric_limits<std::int64_t>::max(), 0);
     return json_reply(live_state_json(static_cast<std::uint64_t>(since)));
   } catch (const std::invalid_argument& e) {
@@ -195,8 +106,8 @@ HttpReply Broker::ui_produce(const HttpRequest& req) {
   std::int64_t count = 0;
   std::int64_t partition = 0;
   try {
-    const Params params(req);
-    topic = params.topic();
+    const RequestFields params = fields(req);
+    topic = params.name("topic");
     partition = params.integer("partition", 0, config_.partitions - 1, 0);
     count = params.integer("count", 1, 10000, 10);
     const auto value_bytes = params.integer("value_bytes", 0, 100000, 100);
@@ -233,8 +144,8 @@ HttpReply Broker::ui_fetch(const HttpRequest& req) {
   std::int64_t partition = 0;
   std::int64_t offset = 0;
   try {
-    const Params params(req);
-    topic = params.topic();
+    const RequestFields params = fields(req);
+    topic = params.name("topic");
     partition = params.integer("partition", 0, config_.partitions - 1, 0);
     fetch.min_bytes = static_cast<std::int32_t>(params.integer("min_bytes", 0, 100 << 20, 1));
     fetch.max_wait_ms = static_cast<std::int32_t>(params.integer("max_wait_ms", 0, 300000, 10000));
@@ -263,7 +174,7 @@ HttpReply Broker::ui_replication_delay(const HttpRequest& req) {
   const auto followers = static_cast<std::int64_t>(config_.replication_delays.size());
   if (followers == 0) return bad_request("this broker has no simulated followers (--followers 0)");
   try {
-    const Params params(req);
+    const RequestFields params = fields(req);
     const auto follower = params.integer("follower", 1, followers, std::nullopt);
     const auto delay = params.integer("delay_ms", 0, 600000, std::nullopt);
     config_.replication_delays[static_cast<std::size_t>(follower - 1)] =

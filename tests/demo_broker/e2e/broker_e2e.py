@@ -288,6 +288,16 @@ CASES = {
 }
 
 
+def exit_with(main):
+    """A script's entry point: exits with main()'s code, or prints FAIL and exits 1 on a
+    Failure."""
+    try:
+        sys.exit(main())
+    except Failure as e:
+        print(f"FAIL {e}", file=sys.stderr)
+        sys.exit(1)
+
+
 def run_case(broker, run):
     """Runs run(broker); on failure prints the end of the broker's log. Then the broker must
     stop cleanly on SIGTERM, with no sanitizer report in its log."""
@@ -322,8 +332,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"FAIL {e}", file=sys.stderr)
-        sys.exit(1)
+    exit_with(main)

@@ -22,7 +22,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_e2e import CLIENT_TIMEOUT_S, Broker, Failure, check, kcat, run_case  # noqa: E402
+from broker_e2e import (  # noqa: E402
+    CLIENT_TIMEOUT_S, Broker, Failure, check, exit_with, kcat, run_case)
 from metrics_e2e import parse_exposition, value  # noqa: E402
 
 DELAY_MS = 100  # --group-initial-rebalance-delay-ms: a lone consumer still waits this long
@@ -328,8 +329,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"FAIL {e}", file=sys.stderr)
-        sys.exit(1)
+    exit_with(main)

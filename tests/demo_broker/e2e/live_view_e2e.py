@@ -15,12 +15,14 @@ PID and requires a clean exit.
     /usr/bin/python3 live_view_e2e.py --broker build/.../demo_broker [--rss] [--screenshot F]
 """
 import argparse
+import base64
 import html.parser
 import json
 import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,41 +33,77 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from broker_e2e import (  # noqa: E402
-    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, kcat, run_case)
+    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, exit_with, kcat, run_case)
 
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_TIMEOUT_S = 90
 
 # The documented shape of GET /api/state (docs/live-view.md). A dict is an object with exactly
-# these keys; [x] an array of x; a tuple a choice of types; float accepts int.
+# these keys; [x] an array of x; a tuple a choice (of types or shapes); float accepts int;
+# By(f) a shape that depends on the value (f(value) returns it).
+class By:
+    def __init__(self, shape_of):
+        self.shape_of = shape_of
+
+
 NUM = (int, float)
+NONE = type(None)
 OPERATION = {"age_ms": NUM, "remaining_ms": NUM, "timeout_ms": NUM, "key_count": int}
-KEY = {"key": str, "topic": str, "partition": int, "waiting": int, "operations": [OPERATION]}
+# A purgatory's keys: fetch and produce watch partitions, join groups, heartbeat members.
+KEY_FIELDS = {"fetch": {"topic": str, "partition": int}, "produce": {"topic": str, "partition": int},
+              "join": {"group": str}, "heartbeat": {"group": str, "member": str}}
 BUCKET = {"le": (int, str), "count": int}
-PURGATORY = {
-    "name": str, "waiting": int, "watched": int, "completed_total": int, "expired_total": int,
-    "shut_down_total": int, "cancelled_total": int,
-    "wait_ms": {"count": int, "p50": NUM, "p99": NUM, "max": NUM, "buckets": [BUCKET]},
-    "keys_total": int, "keys": [KEY]}
+
+
+def purgatory_shape(p):
+    key = {"key": str, **KEY_FIELDS.get(p.get("name"), {}), "waiting": int,
+           "operations": [OPERATION]}
+    return {
+        "name": str, "waiting": int, "watched": int, "completed_total": int, "expired_total": int,
+        "shut_down_total": int, "cancelled_total": int,
+        "wait_ms": {"count": int, "p50": NUM, "p99": NUM, "max": NUM, "buckets": [BUCKET]},
+        "keys_total": int, "keys": [key]}
+
+
 LEVEL = {"tick_ms": NUM, "interval_ms": NUM, "tasks": int, "current_time_offset_ms": NUM,
          "buckets": [int], "ahead": int}
+SESSION = {"age_ms": NUM, "remaining_ms": NUM, "timeout_ms": NUM}
+JOIN_PHASE = {"ends_at": str, "rejoined": int, "awaited": int, "age_ms": (NUM, NONE),
+              "remaining_ms": (NUM, NONE), "timeout_ms": (NUM, NONE)}
+MEMBER = {"member_id": str, "client_id": str, "client_host": str, "session_timeout_ms": int,
+          "rebalance_timeout_ms": int, "leader": bool, "new": bool, "rejoined": bool,
+          "awaiting_sync": bool, "assigned": ([str], NONE), "assignment_bytes": int,
+          "session": (SESSION, NONE), "in_process": (str, NONE)}
+GROUP = {"group": str, "state": str, "generation": int, "protocol_type": (str, NONE),
+         "protocol": (str, NONE), "leader": (str, NONE), "members_total": int,
+         "pending_members": int, "join_phase": (JOIN_PHASE, NONE), "members": [MEMBER]}
+IN_PROCESS_MEMBER = {"name": str, "group": str, "topic": str, "member_id": (str, NONE),
+                     "phase": str, "frozen": bool, "generation": int, "assigned": [str],
+                     "heartbeats": int, "error": (str, NONE), "session_timeout_ms": int,
+                     "heartbeat_interval_ms": int}
 STATE = {
     "version": int, "uptime_ms": NUM,
     "broker": {"kafka_port": int, "node_id": int, "connections_open": int, "requests": int,
                "demo_running": bool, "replication_delays_ms": [int]},
-    "purgatories": [PURGATORY],
+    "purgatories": [By(purgatory_shape)],
     "timer": {"tasks": int, "wheel_size": int, "wheel_time_lag_ms": NUM,
-              "next_expiration_in_ms": (NUM, type(None)), "levels": [LEVEL]},
+              "next_expiration_in_ms": (NUM, NONE), "levels": [LEVEL]},
     "partitions_total": int,
     "partitions": [{"key": str, "topic": str, "partition": int, "log_start": int, "log_end": int,
                     "high_watermark": int, "follower_offsets": [int]}],
+    "groups_total": int,
+    "groups": [GROUP],
+    "in_process_members": [IN_PROCESS_MEMBER],
     "last_outcome_seq": int,
     "outcomes": [{"seq": int, "at_ms": NUM, "purgatory": str, "key": str, "outcome": str,
                   "waited_ms": NUM, "why": str, "text": str}]}
+GROUP_STATES = {"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"}
 
 
 def validate(value, shape, path="state"):
-    if isinstance(shape, dict):
+    if isinstance(shape, By):
+        validate(value, shape.shape_of(value if isinstance(value, dict) else {}), path)
+    elif isinstance(shape, dict):
         check(isinstance(value, dict), f"{path} is an object")
         check(set(value) == set(shape),
               f"{path} has exactly the documented keys (extra {set(value) - set(shape)}, "
@@ -76,6 +114,14 @@ def validate(value, shape, path="state"):
         check(isinstance(value, list), f"{path} is an array")
         for i, v in enumerate(value):
             validate(v, shape[0], f"{path}[{i}]")
+    elif isinstance(shape, tuple) and any(not isinstance(s, type) for s in shape):
+        for choice in shape:  # shapes among the types: the first that fits
+            try:
+                validate(value, choice, path)
+                return
+            except Failure:
+                pass
+        raise Failure(f"{path} = {value!r} fits none of {shape}")
     else:
         types = shape if isinstance(shape, tuple) else (shape,)
         ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
@@ -85,9 +131,10 @@ def validate(value, shape, path="state"):
 
 def check_semantics(s):
     """What the page relies on beyond types."""
-    check(s["version"] == 1, "version 1")
+    check(s["version"] == 2, "version 2")
     names = [p["name"] for p in s["purgatories"]]
-    check(names == ["fetch", "produce"], f"the purgatories are fetch and produce ({names})")
+    check(names == ["fetch", "produce", "join", "heartbeat"],
+          f"the purgatories are fetch, produce, join and heartbeat ({names})")
     for p in s["purgatories"]:
         check(p["keys_total"] >= len(p["keys"]), f"{p['name']}: keys_total >= keys listed")
         check(sum(b["count"] for b in p["wait_ms"]["buckets"]) == p["wait_ms"]["count"],
@@ -104,16 +151,32 @@ def check_semantics(s):
               f"level {i} lists no bucket or wheel_size of them")
         check(level["buckets"] == [] or sum(level["buckets"]) + level["ahead"] == level["tasks"],
               f"level {i}'s buckets and the tasks moved down ahead add up to its tasks")
+    check(s["groups_total"] >= len(s["groups"]), "groups_total >= groups listed")
+    in_process = {m["name"] for m in s["in_process_members"]}
+    for g in s["groups"]:
+        check(g["state"] in GROUP_STATES, f"group {g['group']}: a Kafka state ({g['state']})")
+        check(g["members_total"] >= len(g["members"]), f"group {g['group']}: total >= listed")
+        check((g["join_phase"] is not None) == (g["state"] == "PreparingRebalance"),
+              f"group {g['group']}: a join phase exactly while PreparingRebalance")
+        if g["join_phase"]:
+            jp = g["join_phase"]
+            check(jp["rejoined"] + jp["awaited"] == g["members_total"],
+                  f"group {g['group']}: rejoined + awaited = its members")
+            check(jp["ends_at"] in ("initial delay", "rebalance timeout"),
+                  f"group {g['group']}: the join phase ends at {jp['ends_at']}")
+        for m in g["members"]:
+            check(m["in_process"] is None or m["in_process"] in in_process,
+                  f"member {m['member_id']}: its in-process name is listed")
 
 
 class UiBroker(Broker):
     """demo_broker with --ui on free loopback ports; log() and stop() are Broker's."""
 
-    def __init__(self, binary, workdir):
+    def __init__(self, binary, workdir, extra=()):
         self.log_path = os.path.join(workdir, "broker.log")
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0", "--ui", "127.0.0.1:0", "--verbose"],
+            [binary, "--listen", "127.0.0.1:0", "--ui", "127.0.0.1:0", "--verbose", *extra],
             stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL)
         text = ""
         fd = self.proc.stdout.fileno()
@@ -145,9 +208,14 @@ def get_state(broker, since=0):
         return json.loads(r.read().decode("utf-8"))
 
 
-def post(broker, path, **fields):
-    data = urllib.parse.urlencode(fields).encode()
-    req = urllib.request.Request(broker.url + path, data=data, method="POST")
+def post(broker, path, json_body=None, **fields):
+    """POSTs `fields` as a form, or `json_body` (a str, sent as is) as JSON."""
+    if json_body is None:
+        req = urllib.request.Request(broker.url + path, method="POST",
+                                     data=urllib.parse.urlencode(fields).encode())
+    else:
+        req = urllib.request.Request(broker.url + path, method="POST", data=json_body.encode(),
+                                     headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=CLIENT_TIMEOUT_S) as r:
             return r.status, r.read().decode()
@@ -198,13 +266,17 @@ class Dom(html.parser.HTMLParser):
         return [e for e in self.elements if all(e.get(k) == v for k, v in attrs.items())]
 
 
-def render_page(broker, workdir, polls=2, screenshot=None):
-    """The page as headless chromium renders it once it polled /api/state `polls` times."""
-    profile = tempfile.mkdtemp(prefix="chromium-", dir=workdir)
-    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+def chromium_args(profile, window):
+    return [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
             "--no-first-run", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--disable-extensions", f"--user-data-dir={profile}",
-            "--window-size=1400,1000", f"--virtual-time-budget={1000 + 300 * polls}"]
+            f"--window-size={window}"]
+
+
+def render_page(broker, workdir, polls=2, screenshot=None, window="1400,1000"):
+    """The page as headless chromium renders it once it polled /api/state `polls` times."""
+    profile = tempfile.mkdtemp(prefix="chromium-", dir=workdir)
+    args = chromium_args(profile, window) + [f"--virtual-time-budget={1000 + 300 * polls}"]
     args += [f"--screenshot={screenshot}"] if screenshot else ["--dump-dom"]
     r = subprocess.run([*args, broker.url], capture_output=True, text=True,
                        timeout=BROWSER_TIMEOUT_S)
@@ -217,6 +289,118 @@ def render_page(broker, workdir, polls=2, screenshot=None):
     check(body and int(body[0].get("data-polls", "0")) >= 1,
           f"the page polled /api/state (data-polls={body and body[0].get('data-polls')})")
     return dom
+
+
+class LivePage:
+    """The page open in one headless chromium tab that stays open, polling /api/state in real
+    time as a person's browser would; dom() reads what it shows at that moment. Speaks the
+    DevTools protocol over --remote-debugging-pipe (JSON messages ended by NUL on fds 3 and 4),
+    so it needs no module beyond the standard library, and reading the DOM again costs
+    milliseconds instead of a browser start. A context manager: on exit it closes the browser,
+    and kills the process group it started if the browser does not close."""
+
+    def __init__(self, broker, workdir, window="1400,1000"):
+        to_browser, self._out = os.pipe()
+        self._in, from_browser = os.pipe()
+
+        def on_fds_3_and_4():  # in the child: the pipe's ends where chromium looks for them
+            a, b = os.dup(to_browser), os.dup(from_browser)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+        profile = tempfile.mkdtemp(prefix="chromium-", dir=workdir)
+        self._err = open(os.path.join(workdir, "chromium.log"), "w")
+        self.proc = subprocess.Popen(
+            chromium_args(profile, window) + ["--remote-debugging-pipe", "about:blank"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._err,
+            preexec_fn=on_fds_3_and_4, close_fds=False, start_new_session=True)
+        os.close(to_browser)
+        os.close(from_browser)
+        self._buf, self._next_id = b"", 0
+        try:
+            target = self._call("Target.createTarget", url=broker.url)["targetId"]
+            self._session = self._call("Target.attachToTarget", targetId=target,
+                                       flatten=True)["sessionId"]
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, method, session=None, **params):
+        self._next_id += 1
+        msg = {"id": self._next_id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._out, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + BROWSER_TIMEOUT_S
+        while True:
+            while b"\0" in self._buf:
+                raw, self._buf = self._buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self._next_id:
+                    if "error" in reply:
+                        raise Failure(f"chromium: {method}: {reply['error']}")
+                    return reply["result"]
+            ready, _, _ = select.select([self._in], [], [], max(0, deadline - time.monotonic()))
+            chunk = os.read(self._in, 1 << 20) if ready else b""
+            if not chunk:
+                raise Failure(f"chromium did not answer {method} within {BROWSER_TIMEOUT_S} s")
+            self._buf += chunk
+
+    def evaluate(self, expression):
+        """The value of a JavaScript expression in the page; None if it threw (or the page was
+        between documents)."""
+        return self._call("Runtime.evaluate", self._session, returnByValue=True,
+                          expression=expression)["result"].get("value")
+
+    def dom(self):
+        """What the page shows now; empty while it is still loading."""
+        return Dom(self.evaluate("document.documentElement.outerHTML") or "")
+
+    def wait_for(self, what, predicate, timeout=CLIENT_TIMEOUT_S):
+        """The DOM, once predicate(dom) holds (read every 100 ms until `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            dom = self.dom()
+            if predicate(dom):
+                print(f"ok   the page shows {what}", flush=True)
+                return dom
+            if time.monotonic() >= deadline:
+                raise Failure(f"the page never showed {what} within {timeout} s")
+            time.sleep(0.1)
+
+    def screenshot(self, path, down_to=None):
+        """A PNG of the window, or of its top down to the bottom of the element `down_to` (a CSS
+        selector) when given."""
+        params = {"format": "png"}
+        if down_to:
+            width, height = self.evaluate(
+                f"[innerWidth, Math.ceil(document.querySelector({json.dumps(down_to)})"
+                ".getBoundingClientRect().bottom)]")
+            params["clip"] = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+        png = self._call("Page.captureScreenshot", self._session, **params)["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(png))
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:  # no answer to wait for: the browser is gone once it acts on it
+                os.write(self._out, json.dumps({"id": 0, "method": "Browser.close"}).encode() +
+                         b"\0")
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        for fd in (self._out, self._in):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._err.close()
 
 
 def run(broker, workdir, rss, screenshot):
@@ -350,8 +534,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"FAIL {e}", file=sys.stderr)
-        sys.exit(1)
+    exit_with(main)

@@ -24,7 +24,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from broker_e2e import (  # noqa: E402
-    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, kcat, run_case)
+    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, exit_with, kcat, run_case)
 
 NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
@@ -290,8 +290,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"FAIL {e}", file=sys.stderr)
-        sys.exit(1)
+    exit_with(main)

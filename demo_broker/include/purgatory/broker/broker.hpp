@@ -44,6 +44,8 @@ namespace purgatory::broker {
 class Connection;
 class GroupCoordinator;
 class GroupHandler;
+class InProcessMember;
+struct LiveState;
 class MetricsServer;
 class OutcomeLog;
 class UiResponder;
@@ -120,6 +122,12 @@ class Broker {
   HttpReply ui_produce(const HttpRequest& req);
   HttpReply ui_fetch(const HttpRequest& req);
   HttpReply ui_replication_delay(const HttpRequest& req);
+  // ---- the live view's group controls (server/live_view_groups.cpp) --------------------------
+  // The groups (with the join and heartbeat purgatories' snapshots) and the in-process members.
+  void add_live_groups(LiveState& state) const;
+  HttpReply ui_member_start(const HttpRequest& req);
+  HttpReply ui_member_stop(const HttpRequest& req);
+  HttpReply ui_member_freeze(const HttpRequest& req, bool freeze);
 
   boost::asio::io_context& io_;
   BrokerConfig config_;
@@ -138,6 +146,9 @@ class Broker {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<GroupCoordinator> group_coordinator_;
   std::unique_ptr<GroupHandler> group_handler_;  // the group apis' dispatch
+  // The live view's in-process members, at most kMaxUiMembers; destroyed before the coordinator.
+  std::vector<std::shared_ptr<InProcessMember>> ui_members_;
+  std::uint64_t ui_members_started_ = 0;
   std::unordered_map<std::uint64_t, std::shared_ptr<Connection>> connections_;
   std::uint64_t next_connection_id_ = 0;
   bool stopped_ = false;

@@ -12,10 +12,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "purgatory/broker/join_group.hpp"
+#include "purgatory/broker/sync_group.hpp"
 #include "purgatory/broker/wire.hpp"
 
 namespace purgatory::broker {
@@ -50,6 +53,15 @@ struct ConsumerAssignment {
 [[nodiscard]] Bytes encode_assignment(const ConsumerAssignment& assignment);
 // Any version: fields after user_data are skipped.
 [[nodiscard]] ConsumerAssignment decode_assignment(ByteView bytes);
+
+// Kafka's RangeAssignor, what a group's leader computes: for each topic, the members subscribed to
+// it, sorted by member id, take consecutive ranges of its partitions, the first ones one more when
+// they do not divide evenly. `partitions(topic)` says how many partitions a topic has (0 or less:
+// none). One assignment per member, in the order of `members`; a member whose metadata is not a
+// subscription gets an empty one.
+[[nodiscard]] std::vector<SyncGroupAssignment> range_assign(
+    const std::vector<JoinGroupMember>& members,
+    const std::function<std::int32_t(const std::string& topic)>& partitions);
 
 // "demo-0,demo-1 other-3", or "(none)": for log lines.
 [[nodiscard]] std::string describe_assignment(const ConsumerAssignment& assignment);

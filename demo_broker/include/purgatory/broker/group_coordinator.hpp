@@ -23,6 +23,10 @@
 //     right after, never waited for forever.
 // Committed offsets live with their group (OffsetCommit / OffsetFetch).
 //
+// What is seen of it: stats() counts, snapshot() copies the groups with their purgatories' timing
+// (group_snapshot.hpp), and GroupCoordinatorHooks::on_outcome tells how each join phase ended and
+// each session that did not end with a routine heartbeat (an expiry, a LeaveGroup), in words.
+//
 // Errors are Kafka's error codes in the answers (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 // REBALANCE_IN_PROGRESS, INCONSISTENT_GROUP_PROTOCOL, INVALID_SESSION_TIMEOUT, ...); nothing
 // here throws for bad input. Every parked JoinGroup and SyncGroup gets exactly one answer
@@ -38,6 +42,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "purgatory/broker/describe_groups.hpp"
 #include "purgatory/broker/group_config.hpp"
@@ -57,6 +62,8 @@ namespace purgatory::broker {
 
 class GroupMetadata;
 struct MemberMetadata;
+struct GroupCoordinatorSnapshot;
+struct GroupSnapshotLimits;
 
 enum class GroupState : std::uint8_t {
   empty,
@@ -77,12 +84,31 @@ struct MemberKey {
   bool operator==(const MemberKey&) const = default;
 };
 
+// "g1/m-2": how the live view and the outcome log write it.
+[[nodiscard]] std::string to_string(const MemberKey& key);
+
 struct MemberKeyHash {
   std::size_t operator()(const MemberKey& k) const noexcept {
     const std::size_t h = std::hash<std::string>{}(k.group_id);
     return h ^
            (std::hash<std::string>{}(k.member_id) + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2));
   }
+};
+
+// How an operation of the join or heartbeat purgatory ended, in words, for the live view's outcome
+// log. A heartbeat renewing a session completes an operation too, but is not told: one per member
+// every few seconds would drown the rest. A plain value, thread-compatible.
+struct GroupOutcome {
+  std::string_view purgatory;  // "join" or "heartbeat"
+  std::string key;             // the group ("g1"), or group and member ("g1/m-2")
+  // join: "completed" (every member rejoined), "expired" (the rebalance timeout passed), "delay
+  // over" (an initial rebalance delay passed, as it always does). heartbeat: "expired" (a session
+  // lapsed), "completed" (a LeaveGroup ended it).
+  std::string_view outcome;
+  Nanos waited{0};   // from the operation's start to this outcome, on the timer's clock
+  std::string why;   // the reason, short: "rebalance timeout: 1 member(s) evicted"
+  std::string text;  // the whole sentence: "member m-2 of g1 expired by the heartbeat purgatory
+                     // after 10 s without a heartbeat; g1 rebalances"
 };
 
 // Answers a parked JoinGroup or SyncGroup, once. `how` says how its wait ended, for the log line
@@ -98,6 +124,8 @@ struct GroupCoordinatorHooks {
   std::function<bool(const std::string& topic, std::int32_t partition)> partition_exists;
   // Told of every group event worth a timeline line (state changes, evictions, expiries).
   std::function<void(std::string_view event)> on_event;
+  // Told how the join and heartbeat purgatories' operations ended (see GroupOutcome).
+  std::function<void(const GroupOutcome& outcome)> on_outcome;
   // Told of exceptions escaping the delayed operations' callbacks (a bug). Null: stderr.
   std::function<void(std::string_view error)> on_error;
 };
@@ -113,9 +141,10 @@ struct JoinContext {
 
 // Call only from the thread that runs the timer's executor (the broker's io thread, or the test
 // thread advancing a manual clock with an InlineExecutor): the delayed operations' callbacks run
-// there and share the group state without a lock. Exceptions: stats(), join_metrics() and
-// heartbeat_metrics() are thread-safe. Callbacks (JoinCallback, SyncCallback, hooks) are called on
-// that thread with no lock held; they must not call back into the coordinator.
+// there and share the group state without a lock (snapshot() too reads it there, without one).
+// Exceptions: stats(), join_metrics() and heartbeat_metrics() are thread-safe. Callbacks
+// (JoinCallback, SyncCallback, hooks) are called on that thread with no lock held; they must not
+// call back into the coordinator.
 class GroupCoordinator {
  public:
   using JoinPurgatory = DelayedOperationPurgatory<std::string>;
@@ -147,6 +176,10 @@ class GroupCoordinator {
   // Kafka's handleFetchOffsets: -1 and metadata "" for partitions with nothing committed.
   [[nodiscard]] OffsetFetchResponse fetch_offsets(const OffsetFetchRequest& req) const;
   [[nodiscard]] ListGroupsResponse list_groups() const;
+  // Whether the coordinator knows the group (it has members, pending members or offsets).
+  [[nodiscard]] bool has_group(const std::string& group_id) const {
+    return groups_.count(group_id) != 0;
+  }
   // Unknown groups are described as Dead, with no error (as Kafka does).
   [[nodiscard]] DescribeGroupsResponse describe_groups(const DescribeGroupsRequest& req) const;
 
@@ -157,6 +190,11 @@ class GroupCoordinator {
 
   [[nodiscard]] const GroupConfig& config() const noexcept { return config_; }
   [[nodiscard]] GroupCoordinatorStats stats() const;
+  // The groups (the first limits.max_groups by id) and both purgatories' waiting operations
+  // (group_snapshot.hpp; include it to call this). Copies, bounded by `limits`; each purgatory's
+  // shard lock is held only while its operations are copied, and the groups need none (they live
+  // on this thread). Works after shutdown() too: then there is nothing to see.
+  [[nodiscard]] GroupCoordinatorSnapshot snapshot(const GroupSnapshotLimits& limits) const;
   [[nodiscard]] PurgatoryMetrics join_metrics() const { return join_purgatory_->metrics(); }
   [[nodiscard]] PurgatoryMetrics heartbeat_metrics() const {
     return heartbeat_purgatory_->metrics();
@@ -220,11 +258,14 @@ class GroupCoordinator {
                                              std::chrono::milliseconds timeout);
   void add_pending_member_expiration(const GroupRef& group, const std::string& member_id,
                                      std::chrono::milliseconds timeout);
-  void remove_heartbeat_for_leaving_member(const GroupRef& group, MemberMetadata& member);
+  // Whether a session operation was waiting (and is completed now).
+  bool remove_heartbeat_for_leaving_member(const GroupRef& group, MemberMetadata& member);
   // DelayedHeartbeat::try_complete / on_expiration.
   bool can_complete_heartbeat(const GroupMetadata& group, const std::string& member_id,
                               bool is_pending) const;
-  void on_expire_heartbeat(const GroupRef& group, const std::string& member_id, bool is_pending);
+  // `timeout`: the expired operation's.
+  void on_expire_heartbeat(const GroupRef& group, const std::string& member_id, bool is_pending,
+                           Nanos timeout);
 
   // ---- membership ---------------------------------------------------------------------------
   // Forgets the member (the gauges follow); its parked requests must have been answered.
@@ -238,6 +279,13 @@ class GroupCoordinator {
   void maybe_remove_group(const GroupRef& group);
   [[nodiscard]] std::string new_member_id(const std::string& client_id);
   void event(std::string_view text) const;
+  // Tells hooks_.on_outcome, if set.
+  void outcome(std::string_view purgatory, std::string key, std::string_view how, Nanos waited,
+               std::string why, std::string text) const;
+  // The join phase that just ended, in words, once the next generation started.
+  void join_outcome(const GroupMetadata& group, JoinEnd end,
+                    const std::vector<std::string>& evicted, Nanos waited) const;
+  [[nodiscard]] Nanos now() const { return timer_->clock().now(); }
   [[nodiscard]] bool partition_exists(const std::string& topic, std::int32_t partition) const;
 
   const GroupConfig config_;
