@@ -40,6 +40,7 @@
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 
 #include "purgatory/detail/watch_registry.hpp"
+#include "purgatory/export.hpp"
 #include "purgatory/operation_lock.hpp"
 #include "purgatory/outcome.hpp"
 #include "purgatory/timer/clock.hpp"
@@ -49,7 +50,7 @@
 namespace purgatory {
 
 // Told once, after the callbacks, how an operation ended. Used by the Asio adapter (asio.hpp).
-class OutcomeListener {
+class PURGATORY_EXPORT OutcomeListener {
  public:
   OutcomeListener() = default;
   OutcomeListener(const OutcomeListener&) = delete;
@@ -67,7 +68,7 @@ class OutcomeListener {
 // timer's per-thread pool (timer/detail/task_pool.hpp), not from malloc: a server creates them on
 // its request threads and frees them wherever they complete, the pattern glibc's malloc handles
 // worst.
-class DelayedOperation : public TimerTask {
+class PURGATORY_EXPORT DelayedOperation : public TimerTask {
  public:
   // Keys whose watch lives inside the operation: watching on at most this many allocates nothing.
   static constexpr std::uint32_t kInlineKeys = 4;

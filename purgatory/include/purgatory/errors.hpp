@@ -6,17 +6,19 @@
 #include <stdexcept>
 #include <string>
 
+#include "purgatory/export.hpp"
+
 namespace purgatory {
 
 // try_complete_else_watch() on an operation that a previous call already watched. An operation is
 // watched at most once in its life (it is one request, with one timeout).
-class OperationAlreadyWatched : public std::logic_error {
+class PURGATORY_EXPORT OperationAlreadyWatched : public std::logic_error {
  public:
   explicit OperationAlreadyWatched(const std::string& purgatory_name);
 };
 
 // A purgatory used after shutdown() (or while it runs): nothing new may be watched or checked.
-class PurgatoryShutDown : public std::logic_error {
+class PURGATORY_EXPORT PurgatoryShutDown : public std::logic_error {
  public:
   PurgatoryShutDown(const std::string& purgatory_name, const char* call);
 };

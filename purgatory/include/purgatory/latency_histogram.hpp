@@ -9,12 +9,13 @@
 #include <atomic>
 #include <cstdint>
 
+#include "purgatory/export.hpp"
 #include "purgatory/timer/clock.hpp"
 
 namespace purgatory {
 
 // Thread-safe: record() from any number of threads while others read.
-class LatencyHistogram {
+class PURGATORY_EXPORT LatencyHistogram {
  public:
   static constexpr int kSubBuckets = 8;
   static constexpr int kBuckets = 496;
@@ -27,7 +28,7 @@ class LatencyHistogram {
   // A copy of the counters, for exporting them (e.g. to Prometheus' fixed bucket bounds).
   // Thread-compatible plain value. Read counter by counter while others may record, so `sum_ns`
   // may lag the counts by a value in flight.
-  struct Snapshot {
+  struct PURGATORY_EXPORT Snapshot {
     std::array<std::uint64_t, kBuckets> counts{};
     std::uint64_t sum_ns = 0;
     [[nodiscard]] std::uint64_t count() const noexcept;

@@ -16,6 +16,8 @@
 #include <mutex>
 #include <vector>
 
+#include "purgatory/timer/export.hpp"
+
 namespace purgatory {
 
 // Time on a Clock: nanoseconds since the clock's own epoch. Monotonic, never negative.
@@ -23,7 +25,7 @@ using Nanos = std::chrono::nanoseconds;
 
 // Something that sleeps on a Clock and must be woken when a manual clock jumps.
 // Implemented by SystemTimer's reaper; user code normally never sees it.
-class ClockWaiter {
+class PURGATORY_TIMER_EXPORT ClockWaiter {
  public:
   // Called by ManualClock::advance() after the time moved. Must not call back into the clock.
   virtual void on_clock_advanced() noexcept = 0;
@@ -33,7 +35,7 @@ class ClockWaiter {
 };
 
 // A monotonic time source. Implementations are thread-safe.
-class Clock {
+class PURGATORY_TIMER_EXPORT Clock {
  public:
   virtual ~Clock() = default;
 
@@ -53,7 +55,7 @@ class Clock {
 
 // std::chrono::steady_clock. Thread-safe. Its instants are steady_clock's time_since_epoch(), so
 // they convert exactly to steady_clock::time_point (the Asio driver relies on this).
-class SteadyClock final : public Clock {
+class PURGATORY_TIMER_EXPORT SteadyClock final : public Clock {
  public:
   [[nodiscard]] Nanos now() const noexcept override {
     return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
@@ -67,7 +69,7 @@ class SteadyClock final : public Clock {
 
 // A clock that moves only when told to. Thread-safe: advance() may be called from any thread
 // while timers read it; waiters registered with add_waiter() are woken after each move.
-class ManualClock final : public Clock {
+class PURGATORY_TIMER_EXPORT ManualClock final : public Clock {
  public:
   explicit ManualClock(Nanos start = Nanos{0}) : now_(start.count()) {}
 

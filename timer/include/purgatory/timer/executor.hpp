@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "purgatory/timer/export.hpp"
 #include "purgatory/timer/timer_task.hpp"
 
 namespace purgatory {
@@ -35,7 +36,7 @@ using TaskErrorHandler = std::function<void(const TimerTask& task, std::exceptio
 // Destroying a batch without running it drops those runs (the tasks are then neither run nor
 // cancelled): executors must not do that except when the process shuts down.
 // Thread-compatible: one thread runs a batch.
-class ExpiredBatch {
+class PURGATORY_TIMER_EXPORT ExpiredBatch {
  public:
   ExpiredBatch() = default;
   ExpiredBatch(ExpiredBatch&&) noexcept = default;
@@ -64,7 +65,7 @@ class ExpiredBatch {
 };
 
 // An executor for expired tasks. Implementations are thread-safe.
-class Executor {
+class PURGATORY_TIMER_EXPORT Executor {
  public:
   virtual ~Executor() = default;
   // Arranges for batch.run_all() to be called once: now, or later after moving the batch out.
@@ -76,13 +77,13 @@ class Executor {
 };
 
 // Runs batches on the calling thread. Thread-safe (stateless).
-class InlineExecutor final : public Executor {
+class PURGATORY_TIMER_EXPORT InlineExecutor final : public Executor {
  public:
   void execute(ExpiredBatch& batch) override { batch.run_all(); }
 };
 
 // One worker thread with a FIFO queue. Thread-safe.
-class ThreadExecutor final : public Executor {
+class PURGATORY_TIMER_EXPORT ThreadExecutor final : public Executor {
  public:
   // `name` becomes the thread's name (truncated to the 15 characters Linux keeps).
   explicit ThreadExecutor(std::string name = "timer-exec");

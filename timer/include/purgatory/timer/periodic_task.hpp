@@ -31,6 +31,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "purgatory/timer/export.hpp"
 #include "purgatory/timer/system_timer.hpp"
 #include "purgatory/timer/timer_task.hpp"
 
@@ -38,7 +39,7 @@ namespace purgatory {
 
 // Thread-safe: start() and cancel() may be called from any thread, including from the task's
 // own run. Subclasses implement run_once().
-class PeriodicTask : public TimerTask {
+class PURGATORY_TIMER_EXPORT PeriodicTask : public TimerTask {
  public:
   enum class Mode { fixed_rate, fixed_delay };
 

@@ -43,6 +43,7 @@
 
 #include "purgatory/timer/clock.hpp"
 #include "purgatory/timer/executor.hpp"
+#include "purgatory/timer/export.hpp"
 #include "purgatory/timer/timer_task.hpp"
 #include "purgatory/timer/timing_wheel.hpp"
 #include "purgatory/timer/wheel_snapshot.hpp"
@@ -50,7 +51,7 @@
 namespace purgatory {
 
 // Thrown by SystemTimer::add() when the timer does not accept the task.
-class TimerRejected : public std::runtime_error {
+class PURGATORY_TIMER_EXPORT TimerRejected : public std::runtime_error {
  public:
   enum class Reason { closed, draining, pending_limit };
   TimerRejected(Reason reason, const std::string& what)
@@ -84,7 +85,7 @@ struct TimerOptions {
 // run(), except that advance_clock() must not be called from a task running on an
 // InlineExecutor inside advance_clock() (it would not deadlock, but time would run re-entrantly).
 // No lock is held while a task runs or while the executor is called.
-class SystemTimer final : private ClockWaiter {
+class PURGATORY_TIMER_EXPORT SystemTimer final : private ClockWaiter {
  public:
   // Longest delay add() accepts: about 100 years, in every clock and tick configuration.
   static constexpr Nanos kMaxDelay = std::chrono::hours(24 * 365 * 100);

@@ -29,6 +29,7 @@
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 
 #include "purgatory/timer/detail/task_pool.hpp"
+#include "purgatory/timer/export.hpp"
 
 namespace purgatory {
 
@@ -42,7 +43,7 @@ struct TimerBase;
 
 // Thread-safe: cancel() and is_pending() may be called from any thread, including from the task's
 // own run(). A task belongs to at most one timer at a time.
-class TimerTask {
+class PURGATORY_TIMER_EXPORT TimerTask {
  public:
   TimerTask() = default;
   TimerTask(const TimerTask&) = delete;

@@ -35,13 +35,14 @@
 #include <optional>
 #include <vector>
 
+#include "purgatory/timer/export.hpp"
 #include "purgatory/timer/timer_task.hpp"
 #include "purgatory/timer/timer_task_list.hpp"
 
 namespace purgatory {
 
 // Thread-compatible: SystemTimer serializes every call under its mutex.
-class TimingWheel {
+class PURGATORY_TIMER_EXPORT TimingWheel {
  public:
   static constexpr int kMaxWheelSize = 1 << 16;
 
