@@ -4,12 +4,12 @@
 
 # Everything a build and the full test suite need (compilers, libraries, Kafka clients for the
 # end-to-end tests, chromium for the live view's browser test, gnuplot for the benchmark report,
-# pkg-config for the install test's pkg-config consumer).
+# doxygen for the API reference, pkg-config for the install test's pkg-config consumer).
 PURGATORY_PACKAGES=(
   cmake ninja-build g++ clang libclang-rt-14-dev
   libboost-dev libfmt-dev doctest-dev libbenchmark-dev libcli11-dev
   kcat python3 python3-kafka python3-confluent-kafka curl procps gnuplot-nox chromium
-  pkg-config
+  doxygen pkg-config
 )
 
 ensure_packages() {
