@@ -1,18 +1,33 @@
-// A long-poll endpoint on Boost.Asio: each parked request is a DelayedOperation in a purgatory,
-// awaited with co_await, and a client that hangs up cancels its wait, which withdraws the
-// operation from the purgatory.
+// A long-poll HTTP endpoint on Boost.Beast: each parked request is a DelayedOperation in a
+// purgatory, awaited with co_await, and a client that hangs up withdraws its operation.
 //
-//   GET  /wait?key=K&timeout_ms=T     answers the next value published on K, or "timeout" after T
-//   POST /publish?key=K&value=V       publishes V on K (completes its waits); answers how many
+//   GET  /wait?key=K&timeout_ms=T   the next value published on K, or "timeout" after T ms
+//   POST /publish?key=K&value=V     publishes V (or, without a value parameter, the request body)
+//                                   on K; answers how many waits it completed
+//   GET  /stats                     the purgatory's and the server's counters, "name value" lines
 //
-// One thread runs everything: the io_context drives the purgatory's timer (AsioDriver) and runs
-// its expirations (AsioExecutor), so no lock is ever contended. Plain tokens only: no URL
-// decoding, one request per connection.
+// HTTP/1.1 with keep-alive: a connection serves its requests one after the other, a wait included
+// (HTTP/1.0, or "Connection: close", closes after the answer). Beast parses each request; query
+// parameters are percent-decoded ('+' is a space). A bad request gets 400 and a body naming the
+// problem (an unknown or repeated parameter, a missing key, a timeout that is not a number of
+// milliseconds in [0, 60000], a broken %-escape, a malformed request); an unknown path 404, a
+// known path with the wrong method 405.
 //
-//   long_poll_server              serves on 127.0.0.1 (the OS picks the port; it is printed)
-//   long_poll_server --self-test  also runs three clients in-process and exits 0 if each behaved:
-//                                 a wait completed early by a publish, one timing out, one
-//                                 cancelled by its client hanging up
+// While a wait is parked the connection keeps reading: bytes of a pipelined request are kept for
+// later, and the end of the stream (the client hung up) requests a stop that withdraws the
+// operation from the purgatory (async_wait_outcome with a std::stop_token): it leaves its key at
+// once, long before its timeout, and counts in the purgatory's cancelled total.
+//
+// One thread runs everything: the io_context drives the purgatory's timer (AsioDriver) and runs its
+// expirations (AsioExecutor), so no lock is ever contended.
+//
+//   long_poll_server [--port N]   serves on 127.0.0.1:N (default 0: the OS picks; the first line
+//                                 printed says which), logging each request's outcome
+//   SIGINT or SIGTERM             stops: parked waits answer "shutting down", connections close,
+//                                 the last line printed holds the counters, exit status 0
+//
+//   curl -s 'http://127.0.0.1:PORT/wait?key=news&timeout_ms=30000' &
+//   curl -s -X POST 'http://127.0.0.1:PORT/publish?key=news&value=hello%20world'   # prints 1
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange (g++ 12)
 
 #include <fmt/core.h>
@@ -21,73 +36,74 @@
 
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <istream>
+#include <initializer_list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <variant>
 
-#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/read_until.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/streambuf.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
 
 #include "purgatory/asio.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory/timer/asio.hpp"
-#include "purgatory/timer/async.hpp"
 
 namespace {
 
 namespace asio = boost::asio;
+namespace http = boost::beast::http;
 using asio::awaitable;
 using asio::use_awaitable;
 using asio::ip::tcp;
 using boost::system::error_code;
-using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
 
-// The latest value published on each key, numbered so a wait knows whether it is new to it.
-// Thread-safe.
+constexpr long kMaxTimeoutMs = 60'000;
+constexpr std::size_t kMaxBodyBytes = 64 * 1024;
+
+// The latest value published on each key, numbered so that a wait knows whether it is new to it.
+// Used on the io_context's thread only.
 class Mailbox {
  public:
   struct Entry {
     std::uint64_t sequence = 0;
     std::string value;
   };
-  Entry latest(const std::string& key) const {
-    const std::lock_guard<std::mutex> lock(mu_);
+  [[nodiscard]] Entry latest(const std::string& key) const {
     const auto it = entries_.find(key);
     return it == entries_.end() ? Entry{} : it->second;
   }
   void publish(const std::string& key, std::string value) {
-    const std::lock_guard<std::mutex> lock(mu_);
     Entry& e = entries_[key];
     ++e.sequence;
     e.value = std::move(value);
   }
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> entries_;  // guarded by mu_
+  std::map<std::string, Entry> entries_;
 };
 
 // A parked GET /wait: completes once `key` has a value published after the request arrived.
-// Thread-safe, as any DelayedOperation.
+// Its callbacks run on the io_context's thread, as everything here.
 class WaitForPublish final : public purgatory::DelayedOperation {
  public:
   WaitForPublish(const Mailbox& mailbox, std::string key, purgatory::Nanos timeout)
@@ -115,127 +131,317 @@ class WaitForPublish final : public purgatory::DelayedOperation {
   std::string value_;  // written under the operation's lock, before the outcome
 };
 
-// Everything a connection needs. Used from the io_context's thread.
+// Everything the connections share. Used on the io_context's thread only.
 struct Server {
-  explicit Server(asio::io_context& io)
+  Server(asio::io_context& io, std::uint16_t port)
       : timer(std::make_shared<purgatory::SystemTimer>(purgatory::TimerOptions{
             .name = "long-poll",
             .executor = std::make_shared<purgatory::AsioExecutor>(io.get_executor()),
             .driver = purgatory::TimerOptions::Driver::external})),
-        driver(io.get_executor(), *timer),
-        waits(timer),
-        acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0)) {}
+        driver(std::in_place, io.get_executor(), *timer),
+        waits(timer, options("waits")),
+        acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), port)) {}
+
+  static purgatory::PurgatoryOptions options(std::string name) {
+    purgatory::PurgatoryOptions o;
+    o.name = std::move(name);
+    return o;
+  }
 
   std::shared_ptr<purgatory::SystemTimer> timer;
-  purgatory::AsioDriver driver;
+  // Reset by stop(): its wait stays armed for the last deadline it saw (a cancelled 30 s wait's,
+  // say), which would keep io_context::run() from returning until then.
+  std::optional<purgatory::AsioDriver> driver;
   purgatory::DelayedOperationPurgatory<std::string> waits;
   Mailbox mailbox;
   tcp::acceptor acceptor;
-};
+  std::set<tcp::socket*> sockets;  // open connections, closed by stop()
+  bool stopping = false;
+  std::uint64_t connections = 0;   // accepted so far
+  std::uint64_t requests = 0;      // answered so far
+  std::uint64_t bad_requests = 0;  // answered 400
 
-struct Request {
-  std::string method;
-  std::string path;
-  std::map<std::string, std::string, std::less<>> params;
-};
-
-// "GET /wait?key=a&timeout_ms=100 HTTP/1.1" -> {GET, /wait, {key: a, timeout_ms: 100}}.
-Request parse_request_line(std::string_view line) {
-  Request r;
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  const auto sp1 = line.find(' ');
-  const auto sp2 = line.find(' ', sp1 + 1);
-  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) return r;
-  r.method = line.substr(0, sp1);
-  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  const auto q = target.find('?');
-  r.path = target.substr(0, q);
-  std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    const auto eq = pair.find('=');
-    if (eq != std::string_view::npos) r.params.emplace(pair.substr(0, eq), pair.substr(eq + 1));
-    query = amp == std::string_view::npos ? "" : query.substr(amp + 1);
+  [[nodiscard]] std::string counters() const {
+    const purgatory::PurgatoryMetrics m = waits.metrics();
+    return fmt::format(
+        "waiting {}\ncompleted {}\nexpired {}\nwithdrawn {}\nshut_down {}\nconnections {}\n"
+        "requests {}\nbad_requests {}\n",
+        m.delayed, m.completed_total, m.expired_total, m.cancelled_total, m.shut_down_total,
+        connections, requests, bad_requests);
   }
-  return r;
+
+  // SIGINT/SIGTERM: no new connections, every parked wait gets Outcome::shut_down, and every
+  // connection stops reading (each closes after its answer, if it owes one).
+  void stop() {
+    stopping = true;
+    acceptor.close();
+    waits.shutdown();
+    driver.reset();
+    for (tcp::socket* socket : sockets) {
+      error_code ignored;
+      socket->cancel(ignored);
+    }
+  }
+};
+
+template <class... Args>
+void log(fmt::format_string<Args...> format, Args&&... args) {
+  fmt::print("{}\n", fmt::format(format, std::forward<Args>(args)...));
+  std::fflush(stdout);
 }
 
-std::string response(int status, std::string_view body) {
-  const char* reason = status == 200 ? "OK" : status == 404 ? "Not Found" : "Bad Request";
-  return fmt::format("HTTP/1.1 {} {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}", status,
-                     reason, body.size(), body);
+// ---- request parsing ---------------------------------------------------------------------------
+
+// A request's answer: its status and body (the reason, for an error).
+struct Answer {
+  http::status status = http::status::ok;
+  std::string body;
+  const char* allow = nullptr;  // for 405: the method the path takes
+};
+
+Answer bad_request(std::string reason) {
+  return {http::status::bad_request, std::move(reason) + "\n", {}};
 }
 
-// Parks the request in the purgatory until a publish, the timeout, or the client hanging up.
-// Returns the body to answer, or nothing when the client went away.
-awaitable<std::optional<std::string>> long_poll(tcp::socket& socket, Server& server,
-                                                std::string key,
-                                                std::chrono::milliseconds timeout) {
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// application/x-www-form-urlencoded decoding: "%xx" is the byte 0xxx, '+' a space. Nothing when
+// a '%' is not followed by two hex digits.
+std::optional<std::string> percent_decode(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '+') {
+      out += ' ';
+    } else if (in[i] != '%') {
+      out += in[i];
+    } else {
+      if (i + 2 >= in.size()) return std::nullopt;
+      const int hi = hex_value(in[i + 1]);
+      const int lo = hex_value(in[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    }
+  }
+  return out;
+}
+
+using Params = std::map<std::string, std::string, std::less<>>;
+
+// The query's parameters, decoded, each of them one of `allowed`; or the 400 naming what is wrong.
+std::variant<Params, Answer> parse_query(std::string_view query,
+                                         std::initializer_list<std::string_view> allowed) {
+  Params params;
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const std::size_t eq = pair.find('=');
+    const std::optional<std::string> name = percent_decode(pair.substr(0, eq));
+    const std::optional<std::string> value =
+        percent_decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+    if (!name || !value) {
+      return bad_request(fmt::format("bad %-escape in the query parameter '{}'", pair));
+    }
+    if (std::find(allowed.begin(), allowed.end(), *name) == allowed.end()) {
+      return bad_request(fmt::format("unknown query parameter '{}'", *name));
+    }
+    if (!params.emplace(*name, *value).second) {
+      return bad_request(fmt::format("query parameter '{}' given twice", *name));
+    }
+  }
+  return params;
+}
+
+// ---- a parked wait -----------------------------------------------------------------------------
+
+// Keeps reading a connection while its request is parked: what the client sends meanwhile (a
+// pipelined request) stays in `buffer` for later; the end of the stream, or a reset, means it hung
+// up, and requests `hung_up`. finish() stops the read and returns once its handler has run.
+class HangUpWatch {
+ public:
+  HangUpWatch(tcp::socket& socket, boost::beast::flat_buffer& buffer, std::stop_source hung_up)
+      : socket_(socket),
+        buffer_(buffer),
+        hung_up_(std::move(hung_up)),
+        done_(socket.get_executor()) {
+    done_.expires_at(asio::steady_timer::time_point::max());
+    read();
+  }
+
+  awaitable<void> finish() {
+    error_code ignored;
+    socket_.cancel(ignored);
+    if (!reading_) co_return;
+    co_await done_.async_wait(asio::redirect_error(use_awaitable, ignored));
+  }
+
+ private:
+  void read() {
+    if (buffer_.size() >= kMaxBodyBytes) {  // a client pipelining that much: stop watching
+      reading_ = false;
+      return;
+    }
+    reading_ = true;
+    socket_.async_read_some(buffer_.prepare(4096), [this](error_code ec, std::size_t n) {
+      buffer_.commit(n);
+      if (!ec) {
+        read();
+        if (reading_) return;
+      } else if (ec != asio::error::operation_aborted) {
+        hung_up_.request_stop();  // finds the wait already done if it answered meanwhile
+      }
+      reading_ = false;
+      done_.cancel();
+    });
+  }
+
+  tcp::socket& socket_;
+  boost::beast::flat_buffer& buffer_;
+  std::stop_source hung_up_;
+  asio::steady_timer done_;  // cancelled when the read ends: finish() waits on it
+  bool reading_ = false;
+};
+
+// Parks GET /wait in the purgatory until a publish, the timeout, or the client hanging up.
+// Nothing when the client hung up (the operation was withdrawn: nobody to answer).
+awaitable<std::optional<Answer>> long_poll(Server& server, tcp::socket& socket,
+                                           boost::beast::flat_buffer& buffer, std::string key,
+                                           std::chrono::milliseconds timeout) {
+  const auto start = Clock::now();
   const boost::intrusive_ptr<WaitForPublish> op(new WaitForPublish(server.mailbox, key, timeout));
   server.waits.try_complete_else_watch(op, {key});
 
-  // The client sends nothing more: a read that ends (EOF, reset) means it hung up.
   std::stop_source hung_up;
-  auto probe = std::make_shared<char>();
-  socket.async_read_some(asio::buffer(probe.get(), 1),
-                         [hung_up, probe](error_code, std::size_t) mutable {
-                           hung_up.request_stop();  // finds the wait already done if it answered
-                         });
-
+  HangUpWatch watch(socket, buffer, hung_up);
   error_code ec;
   const purgatory::Outcome outcome = co_await purgatory::async_wait_outcome(
       op, hung_up.get_token(), asio::redirect_error(use_awaitable, ec));
-  if (ec) co_return std::nullopt;  // withdrawn from the purgatory: nobody to answer
-  socket.cancel();                 // stop the probe
+  co_await watch.finish();
+
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  if (ec) {
+    log("wait key={}: withdrawn after {} ms: the client hung up", key, waited.count());
+    co_return std::nullopt;
+  }
+  log("wait key={}: {} after {} ms", key, purgatory::to_string(outcome), waited.count());
   switch (outcome) {
     case purgatory::Outcome::completed:
-      co_return op->value();
+      co_return Answer{http::status::ok, op->value(), {}};
     case purgatory::Outcome::expired:
-      co_return "timeout";
+      co_return Answer{http::status::ok, "timeout", {}};
     default:
-      co_return "shutting down";
+      co_return Answer{http::status::service_unavailable, "shutting down\n", {}};
   }
 }
 
-awaitable<void> serve(tcp::socket socket, Server& server) {
-  asio::streambuf in;
-  error_code ec;
-  co_await asio::async_read_until(socket, in, "\r\n\r\n", asio::redirect_error(use_awaitable, ec));
-  if (ec) co_return;
-  std::istream stream(&in);
-  std::string line;
-  std::getline(stream, line);
-  const Request req = parse_request_line(line);
+// ---- the endpoints ------------------------------------------------------------------------------
 
-  std::string answer;
-  const bool wait = req.method == "GET" && req.path == "/wait";
-  const bool publish = req.method == "POST" && req.path == "/publish";
-  const auto key = req.params.find("key");
-  if (!wait && !publish) {
-    answer = response(404, "no such endpoint\n");
-  } else if (key == req.params.end() || key->second.empty()) {
-    answer = response(400, "a key parameter is required\n");
-  } else if (wait) {
-    long timeout_ms = -1;
-    const auto t = req.params.find("timeout_ms");
-    if (t != req.params.end()) {
-      std::from_chars(t->second.data(), t->second.data() + t->second.size(), timeout_ms);
-    }
-    if (timeout_ms < 0 || timeout_ms > 60'000) {
-      answer = response(400, "timeout_ms must be in [0, 60000]\n");
-    } else {
-      auto body =
-          co_await long_poll(socket, server, key->second, std::chrono::milliseconds(timeout_ms));
-      if (!body) co_return;
-      answer = response(200, *body);
-    }
-  } else {
-    const auto value = req.params.find("value");
-    server.mailbox.publish(key->second, value == req.params.end() ? "" : value->second);
-    answer = response(200, std::to_string(server.waits.check_and_complete(key->second)));
+awaitable<std::optional<Answer>> answer(Server& server, tcp::socket& socket,
+                                        boost::beast::flat_buffer& buffer,
+                                        const http::request<http::string_body>& req) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const std::size_t q = target.find('?');
+  const std::string_view path = target.substr(0, q);
+  const std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
+
+  if (path == "/stats") {
+    if (req.method() != http::verb::get)
+      co_return Answer{http::status::method_not_allowed, "use GET\n", "GET"};
+    co_return Answer{http::status::ok, server.counters(), {}};
   }
-  co_await asio::async_write(socket, asio::buffer(answer), asio::redirect_error(use_awaitable, ec));
+  const bool wait = path == "/wait";
+  if (!wait && path != "/publish") {
+    co_return Answer{http::status::not_found, fmt::format("no such endpoint: {}\n", path), {}};
+  }
+  const http::verb method = wait ? http::verb::get : http::verb::post;
+  if (req.method() != method) {
+    const char* name = wait ? "GET" : "POST";
+    co_return Answer{http::status::method_not_allowed, fmt::format("use {} for {}\n", name, path),
+                     name};
+  }
+
+  auto parsed =
+      wait ? parse_query(query, {"key", "timeout_ms"}) : parse_query(query, {"key", "value"});
+  if (auto* error = std::get_if<Answer>(&parsed)) co_return std::move(*error);
+  Params& params = std::get<Params>(parsed);
+  const auto key = params.find("key");
+  if (key == params.end() || key->second.empty()) {
+    co_return bad_request("the query parameter 'key' is required (a non-empty string)");
+  }
+
+  if (!wait) {
+    const auto value = params.find("value");
+    server.mailbox.publish(key->second, value == params.end() ? req.body() : value->second);
+    const std::size_t completed = server.waits.check_and_complete(key->second);
+    log("publish key={}: completed {} wait(s)", key->second, completed);
+    co_return Answer{http::status::ok, std::to_string(completed), {}};
+  }
+
+  const auto t = params.find("timeout_ms");
+  if (t == params.end()) co_return bad_request("the query parameter 'timeout_ms' is required");
+  long timeout_ms = -1;
+  const std::string& text = t->second;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), timeout_ms);
+  if (error != std::errc() || end != text.data() + text.size() || timeout_ms < 0 ||
+      timeout_ms > kMaxTimeoutMs) {
+    co_return bad_request(fmt::format(
+        "timeout_ms '{}' is not a whole number of milliseconds in [0, {}]", text, kMaxTimeoutMs));
+  }
+  co_return co_await long_poll(server, socket, buffer, key->second,
+                               std::chrono::milliseconds(timeout_ms));
+}
+
+// One connection: requests read and answered in turn while it is kept alive.
+awaitable<void> serve(Server& server, tcp::socket socket) {
+  server.sockets.insert(&socket);
+  boost::beast::flat_buffer buffer;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(kMaxBodyBytes);
+    error_code ec;
+    co_await http::async_read(socket, buffer, parser, asio::redirect_error(use_awaitable, ec));
+    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
+        server.stopping) {
+      break;  // the client closed between requests, or the server stops
+    }
+    std::optional<Answer> reply;
+    bool keep_alive = false;
+    unsigned version = 11;
+    if (ec) {  // not HTTP, or over a limit: answer and close (the stream cannot be resynchronized)
+      reply = bad_request(fmt::format("malformed request: {}", ec.message()));
+    } else {
+      const http::request<http::string_body>& req = parser.get();
+      keep_alive = req.keep_alive();
+      version = req.version();
+      reply = co_await answer(server, socket, buffer, req);
+      if (!reply) break;  // the client hung up while parked
+    }
+    if (reply->status == http::status::bad_request) {
+      ++server.bad_requests;
+      log("400: {}", std::string_view(reply->body).substr(0, reply->body.size() - 1));
+    }
+    ++server.requests;
+
+    http::response<http::string_body> res{reply->status, version};
+    res.set(http::field::content_type, "text/plain");
+    if (reply->allow != nullptr) res.set(http::field::allow, reply->allow);
+    res.keep_alive(keep_alive && !server.stopping);
+    res.body() = std::move(reply->body);
+    res.prepare_payload();
+    co_await http::async_write(socket, res, asio::redirect_error(use_awaitable, ec));
+    if (ec || !res.keep_alive()) break;
+  }
+  server.sockets.erase(&socket);
+  error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
 }
 
 awaitable<void> accept_loop(Server& server) {
@@ -244,146 +450,51 @@ awaitable<void> accept_loop(Server& server) {
     tcp::socket socket =
         co_await server.acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
     if (ec) co_return;  // the acceptor was closed (or cannot accept any more)
-    asio::co_spawn(server.acceptor.get_executor(), serve(std::move(socket), server),
+    ++server.connections;
+    asio::co_spawn(server.acceptor.get_executor(), serve(server, std::move(socket)),
                    asio::detached);
   }
 }
 
-// ---- self-test: the clients -------------------------------------------------------------------
-
-using Clock = std::chrono::steady_clock;
-
-// Sends one request and returns the response body ("" if the connection failed).
-awaitable<std::string> http(std::uint16_t port, std::string_view method, std::string_view target) {
-  tcp::socket socket(co_await asio::this_coro::executor);
-  error_code ec;
-  co_await socket.async_connect({asio::ip::address_v4::loopback(), port},
-                                asio::redirect_error(use_awaitable, ec));
-  if (ec) co_return "";
-  const std::string request =
-      fmt::format("{} {} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", method, target);
-  co_await asio::async_write(socket, asio::buffer(request),
-                             asio::redirect_error(use_awaitable, ec));
-  std::string reply;
-  co_await asio::async_read(socket, asio::dynamic_buffer(reply),
-                            asio::redirect_error(use_awaitable, ec));  // to EOF
-  const auto body = reply.find("\r\n\r\n");
-  co_return body == std::string::npos ? "" : reply.substr(body + 4);
-}
-
-// Polls `condition` every millisecond (on the purgatory's timer) for at most `limit`.
-awaitable<bool> eventually(Server& server, std::function<bool()> condition,
-                           Clock::duration limit = 10s) {
-  const auto deadline = Clock::now() + limit;
-  while (!condition()) {
-    if (Clock::now() > deadline) co_return false;
-    co_await purgatory::async_wait(*server.timer, 1ms, use_awaitable);
+std::optional<std::uint16_t> parse_port(int argc, char** argv) {
+  if (argc == 1) return 0;
+  unsigned port = 0;
+  if (argc == 3 && std::string_view(argv[1]) == "--port") {
+    const std::string_view text(argv[2]);
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), port);
+    if (error == std::errc() && end == text.data() + text.size() && port <= 65535) {
+      return static_cast<std::uint16_t>(port);
+    }
   }
-  co_return true;
-}
-
-awaitable<bool> self_test(Server& server, std::uint16_t port) {
-  bool ok = true;
-  auto check = [&ok](bool passed, std::string_view what) {
-    fmt::print("  [{}] {}\n", passed ? "ok" : "FAILED", what);
-    ok = ok && passed;
-  };
-
-  // 1. Completed early: once the wait is parked, a plain completion handler on the timer
-  //    publishes 50 ms later; the 10 s timeout never matters.
-  {
-    struct Exchange {
-      std::optional<std::string> body;
-      bool published = false;
-    };
-    const auto got = std::make_shared<Exchange>();
-    const auto executor = co_await asio::this_coro::executor;
-    const auto start = Clock::now();
-    asio::co_spawn(executor, http(port, "GET", "/wait?key=news&timeout_ms=10000"),
-                   [got](std::exception_ptr, std::string body) { got->body = std::move(body); });
-    const bool parked = co_await eventually(server, [&] { return server.waits.watched() == 1; });
-    purgatory::async_wait(*server.timer, 50ms, asio::bind_executor(executor, [=](error_code ec) {
-      if (ec) return;
-      asio::co_spawn(executor, http(port, "POST", "/publish?key=news&value=hello"),
-                     [got](std::exception_ptr, std::string) { got->published = true; });
-    }));
-    const bool answered = co_await eventually(server, [&] { return got->body && got->published; });
-    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    check(parked && answered && got->body == "hello" && took >= 50ms,
-          fmt::format("GET /wait?key=news answered \"{}\" after {} ms: completed by the publish",
-                      got->body.value_or("<nothing>"), took.count()));
-  }
-
-  // 2. Timed out: nobody publishes on "quiet".
-  {
-    const auto start = Clock::now();
-    const std::string body = co_await http(port, "GET", "/wait?key=quiet&timeout_ms=100");
-    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    check(body == "timeout" && took >= 100ms,
-          fmt::format("GET /wait?key=quiet&timeout_ms=100 answered \"{}\" after {} ms", body,
-                      took.count()));
-  }
-
-  // 3. Cancelled: the client hangs up while parked; the wait is cancelled and the operation
-  //    leaves the purgatory long before its 30 s timeout.
-  {
-    tcp::socket socket(co_await asio::this_coro::executor);
-    error_code ec;
-    co_await socket.async_connect({asio::ip::address_v4::loopback(), port},
-                                  asio::redirect_error(use_awaitable, ec));
-    const std::string request = "GET /wait?key=gone&timeout_ms=30000 HTTP/1.1\r\n\r\n";
-    co_await asio::async_write(socket, asio::buffer(request),
-                               asio::redirect_error(use_awaitable, ec));
-    const bool parked = co_await eventually(server, [&] { return server.waits.watched() == 1; });
-    socket.close();
-    const bool withdrawn = co_await eventually(server, [&] {
-      return server.waits.watched() == 0 && server.waits.metrics().cancelled_total == 1;
-    });
-    check(!ec && parked && withdrawn,
-          "a client hanging up cancelled its wait: the operation left the purgatory "
-          "(watched() back to 0, cancelled_total 1)");
-  }
-
-  const purgatory::PurgatoryMetrics m = server.waits.metrics();
-  check(m.completed_total == 1 && m.expired_total == 1 && m.cancelled_total == 1 && m.watched == 0,
-        fmt::format("metrics: completed {}, expired {}, cancelled {}, watched {}",
-                    m.completed_total, m.expired_total, m.cancelled_total, m.watched));
-  co_return ok;
+  return std::nullopt;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool self_testing = argc > 1 && std::string_view(argv[1]) == "--self-test";
-  asio::io_context io;
-  Server server(io);
-  const std::uint16_t port = server.acceptor.local_endpoint().port();
-  fmt::print("long_poll_server: listening on 127.0.0.1:{}\n", port);
-  std::fflush(stdout);
-  asio::co_spawn(io, accept_loop(server), asio::detached);
-  if (!self_testing) {
-    io.run();
-    return 0;
+  const std::optional<std::uint16_t> port = parse_port(argc, argv);
+  if (!port) {
+    fmt::print(stderr,
+               "usage: long_poll_server [--port N]   (N in [0, 65535]; 0: any free port)\n");
+    return 2;
   }
+  asio::io_context io;
+  Server server(io, *port);
+  log("long_poll_server: listening on 127.0.0.1:{}", server.acceptor.local_endpoint().port());
 
-  std::optional<bool> passed;
-  asio::co_spawn(io, self_test(server, port), [&](std::exception_ptr error, bool ok) {
-    if (error) {
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& e) {
-        fmt::print("  self-test threw: {}\n", e.what());
-      }
-    }
-    passed = !error && ok;
-    server.acceptor.close();  // ends the accept loop
-    server.waits.shutdown();
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&server](error_code ec, int signal) {
+    if (ec) return;
+    log("long_poll_server: signal {}, stopping", signal);
+    server.stop();
   });
-  io.run_for(50s);  // returns once everything finished; the bound is a safety net
-  if (!passed) fmt::print("  self-test did not finish in time\n");
-  const bool ok = passed.value_or(false);
-  fmt::print("long_poll_server --self-test: {}\n", ok ? "PASSED" : "FAILED");
-  return ok ? 0 : 1;
+  asio::co_spawn(io, accept_loop(server), asio::detached);
+  io.run();  // returns once the acceptor and every connection have closed
+
+  std::string counters = server.counters();
+  std::replace(counters.begin(), counters.end(), '\n', ' ');
+  log("long_poll_server: stopped: {}", counters);
+  return 0;
 }
 
 #else  // !BOOST_ASIO_HAS_CO_AWAIT

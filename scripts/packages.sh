@@ -3,11 +3,14 @@
 # prints the exact command to run and stops.
 
 # Everything a build and the full test suite need (compilers, libraries, Kafka clients for the
-# end-to-end tests, chromium for the live view's browser test, gnuplot for the benchmark report).
+# end-to-end tests, chromium for the live view's browser test, gnuplot for the benchmark report,
+# doxygen for the API reference, pkg-config for the install test's pkg-config consumer, curl for
+# the long-poll example's test).
 PURGATORY_PACKAGES=(
   cmake ninja-build g++ clang libclang-rt-14-dev
   libboost-dev libfmt-dev doctest-dev libbenchmark-dev libcli11-dev
   kcat python3 python3-kafka python3-confluent-kafka curl procps gnuplot-nox chromium
+  doxygen pkg-config
 )
 
 ensure_packages() {

@@ -1,36 +1,39 @@
-// Asio integration: wait for a DelayedOperation's outcome with any Asio completion token.
-//
-//   purgatory.try_complete_else_watch(op, {key});
-//   Outcome o = co_await purgatory::async_wait_outcome(op, boost::asio::use_awaitable);
-//   purgatory::async_wait_outcome(op, [](boost::system::error_code ec, purgatory::Outcome o) {});
-//   std::future<Outcome> f = purgatory::async_wait_outcome(op, boost::asio::use_future);
-//
-// Completion signature void(boost::system::error_code, Outcome): no error and the outcome
-// (completed, expired or shut_down) once the operation ended and its callbacks ran; or
-// boost::asio::error::operation_aborted and Outcome::pending when the wait was cancelled first.
-// The handler runs once, posted to its associated executor (never inline in the thread that
-// completed the operation), and a pending wait counts as outstanding work of that executor: for a
-// handler bound to an io_context (a coroutine's use_awaitable, bind_executor(io, ...)),
-// io_context::run() does not return while the operation is awaited. A plain lambda's associated
-// executor is Asio's system executor: its handler runs on a system-executor thread and keeps no
-// io_context busy.
-//
-// Cancelling the wait cancels the operation. Boost 1.74's Asio has no cancellation slots (they
-// came in 1.77), so the cancellable form takes a C++20 std::stop_token before the token; with
-// Boost >= 1.77 a cancellation slot associated with the handler works the same way. A request
-// withdraws the operation from its purgatory exactly as DelayedOperationPurgatory::cancel_for_key()
-// does: its timeout is cancelled, it leaves every key (watched() drops), it counts in
-// metrics().cancelled_total, and no outcome is decided: on_complete() does not run, and the
-// operation stays pending for its owner to drop (or force_complete()): once the handler has
-// (operation_aborted, pending), no purgatory decides its outcome, not even a check of its key
-// already under way on another thread. A request that finds the outcome already decided
-// (completed, or the timeout firing: the timer called its run()) changes nothing: the wait then
-// completes with that outcome. A request for an operation that no purgatory watches (not yet, or
-// not any more) only ends the wait. Do not request the stop from inside the operation's own
-// try_complete() (as for cancel_for_key()).
-//
-// While a cancellable wait is pending it holds a reference to the operation (so a request can
-// reach it); the reference goes when the wait completes.
+/// @file
+/// Asio integration: wait for a DelayedOperation's outcome with any Asio completion token.
+///
+/// @code
+///   purgatory.try_complete_else_watch(op, {key});
+///   Outcome o = co_await purgatory::async_wait_outcome(op, boost::asio::use_awaitable);
+///   purgatory::async_wait_outcome(op, [](boost::system::error_code ec, purgatory::Outcome o) {});
+///   std::future<Outcome> f = purgatory::async_wait_outcome(op, boost::asio::use_future);
+/// @endcode
+///
+/// Completion signature void(boost::system::error_code, Outcome): no error and the outcome
+/// (completed, expired or shut_down) once the operation ended and its callbacks ran; or
+/// boost::asio::error::operation_aborted and Outcome::pending when the wait was cancelled first.
+/// The handler runs once, posted to its associated executor (never inline in the thread that
+/// completed the operation), and a pending wait counts as outstanding work of that executor: for a
+/// handler bound to an io_context (a coroutine's use_awaitable, bind_executor(io, ...)),
+/// io_context::run() does not return while the operation is awaited. A plain lambda's associated
+/// executor is Asio's system executor: its handler runs on a system-executor thread and keeps no
+/// io_context busy.
+///
+/// Cancelling the wait cancels the operation. Boost 1.74's Asio has no cancellation slots (they
+/// came in 1.77), so the cancellable form takes a C++20 std::stop_token before the token; with
+/// Boost >= 1.77 a cancellation slot associated with the handler works the same way. A request
+/// withdraws the operation from its purgatory exactly as
+/// DelayedOperationPurgatory::cancel_for_key() does: its timeout is cancelled, it leaves every key
+/// (watched() drops), it counts in metrics().cancelled_total, and no outcome is decided:
+/// on_complete() does not run, and the operation stays pending for its owner to drop (or
+/// force_complete()): once the handler has (operation_aborted, pending), no purgatory decides its
+/// outcome, not even a check of its key already under way on another thread. A request that finds
+/// the outcome already decided (completed, or the timeout firing: the timer called its run())
+/// changes nothing: the wait then completes with that outcome. A request for an operation that no
+/// purgatory watches (not yet, or not any more) only ends the wait. Do not request the stop from
+/// inside the operation's own try_complete() (as for cancel_for_key()).
+///
+/// While a cancellable wait is pending it holds a reference to the operation (so a request can
+/// reach it); the reference goes when the wait completes.
 #pragma once
 
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
@@ -228,22 +231,22 @@ auto dispatch_outcome_wait(const OperationRef& op, std::stop_token stop, Complet
 
 }  // namespace detail
 
-// Waits for `op`'s outcome; completion signature void(boost::system::error_code, Outcome).
-// At most one wait per operation (it takes the operation's single outcome listener): a second
-// throws std::logic_error; a null `op` throws std::invalid_argument; then the handler is never
-// called. Cancellable through the handler's cancellation slot (Boost >= 1.77). With a coroutine
-// token, use_awaitable or redirect_error(use_awaitable, ec), a second wait throws its
-// std::logic_error at the co_await (the coroutine may catch it; nothing else happens), and a
-// null `op` throws from this call, before anything is awaited. Boost 1.74 runs a coroutine
-// token's initiation inside a noexcept function: another token built on use_awaitable would meet
-// std::terminate() there on a second wait.
+/// Waits for `op`'s outcome; completion signature void(boost::system::error_code, Outcome).
+/// At most one wait per operation (it takes the operation's single outcome listener): a second
+/// throws std::logic_error; a null `op` throws std::invalid_argument; then the handler is never
+/// called. Cancellable through the handler's cancellation slot (Boost >= 1.77). With a coroutine
+/// token, use_awaitable or redirect_error(use_awaitable, ec), a second wait throws its
+/// std::logic_error at the co_await (the coroutine may catch it; nothing else happens), and a
+/// null `op` throws from this call, before anything is awaited. Boost 1.74 runs a coroutine
+/// token's initiation inside a noexcept function: another token built on use_awaitable would meet
+/// std::terminate() there on a second wait.
 template <class CompletionToken>
 auto async_wait_outcome(const OperationRef& op, CompletionToken&& token) {
   if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
   return detail::dispatch_outcome_wait(op, std::stop_token(), std::forward<CompletionToken>(token));
 }
 
-// As above; a stop requested on `stop` cancels the wait and withdraws the operation.
+/// As above; a stop requested on `stop` cancels the wait and withdraws the operation.
 template <class CompletionToken>
 auto async_wait_outcome(const OperationRef& op, std::stop_token stop, CompletionToken&& token) {
   if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");

@@ -1,17 +1,20 @@
-// DelayedFuture: Kafka's "complete when all of these futures are done, or time out".
-//
-// std::future cannot tell anyone it became ready, so this header brings a minimal Promise /
-// SharedFuture pair whose futures run callbacks when they complete. A DelayedFuture watches a set
-// of them in a DelayedOperationPurgatory (under a key of its own): each future's completion checks
-// the operation, the last one completes it, and the timeout expires it otherwise. The response
-// callback runs once, with the futures and the outcome, on the thread that completed the last
-// future or on the timer's executor.
-//
-//   purgatory::DelayedFuturePurgatory<int> delayed(timer);
-//   purgatory::Promise<int> a, b;
-//   delayed.try_complete_else_watch(100ms, {a.get_future(), b.get_future()},
-//       [](const auto& futures, purgatory::Outcome o) { ... });
-//   a.set_value(1); b.set_value(2);  // completes it, on this thread
+/// @file
+/// DelayedFuture: Kafka's "complete when all of these futures are done, or time out".
+///
+/// std::future cannot tell anyone it became ready, so this header brings a minimal Promise /
+/// SharedFuture pair whose futures run callbacks when they complete. A DelayedFuture watches a set
+/// of them in a DelayedOperationPurgatory (under a key of its own): each future's completion checks
+/// the operation, the last one completes it, and the timeout expires it otherwise. The response
+/// callback runs once, with the futures and the outcome, on the thread that completed the last
+/// future or on the timer's executor.
+///
+/// @code
+///   purgatory::DelayedFuturePurgatory<int> delayed(timer);
+///   purgatory::Promise<int> a, b;
+///   delayed.try_complete_else_watch(100ms, {a.get_future(), b.get_future()},
+///       [](const auto& futures, purgatory::Outcome o) { ... });
+///   a.set_value(1); b.set_value(2);  // completes it, on this thread
+/// @endcode
 #pragma once
 
 #include <atomic>
@@ -42,23 +45,24 @@ struct FutureState {
 };
 }  // namespace detail
 
-// The read side. Copyable; thread-safe.
+/// The read side. Copyable; thread-safe.
 template <class T>
 class SharedFuture {
  public:
+  /// Whether the promise has been given a value or an exception.
   [[nodiscard]] bool is_done() const {
     const std::lock_guard<std::mutex> lock(state_->mu);
     return state_->done;
   }
-  // The value; rethrows the stored exception. Throws std::logic_error if not done.
+  /// The value; rethrows the stored exception. Throws std::logic_error if not done.
   [[nodiscard]] const T& get() const {
     const std::lock_guard<std::mutex> lock(state_->mu);
     if (!state_->done) throw std::logic_error("SharedFuture::get: not done");
     if (state_->error) std::rethrow_exception(state_->error);
     return *state_->value;
   }
-  // Runs `callback` once the future is done: at once (on this thread) if it is, else on the
-  // thread that completes it. No lock held while it runs.
+  /// Runs `callback` once the future is done: at once (on this thread) if it is, else on the
+  /// thread that completes it. No lock held while it runs.
   void when_done(std::function<void()> callback) const {
     {
       const std::lock_guard<std::mutex> lock(state_->mu);
@@ -77,15 +81,18 @@ class SharedFuture {
   std::shared_ptr<detail::FutureState<T>> state_;
 };
 
-// The write side. Thread-safe; completing twice throws std::logic_error.
+/// The write side. Thread-safe; completing twice throws std::logic_error.
 template <class T>
 class Promise {
  public:
   Promise() : state_(std::make_shared<detail::FutureState<T>>()) {}
+  /// A read side of this promise (any number may be taken).
   [[nodiscard]] SharedFuture<T> get_future() const { return SharedFuture<T>(state_); }
+  /// Completes the futures with `value`, then runs their when_done() callbacks on this thread.
   void set_value(T value) {
     complete([&] { state_->value.emplace(std::move(value)); });
   }
+  /// Completes the futures with `error` (get() rethrows it), then runs their callbacks here.
   void set_exception(std::exception_ptr error) {
     complete([&] { state_->error = std::move(error); });
   }
@@ -108,12 +115,16 @@ class Promise {
   std::shared_ptr<detail::FutureState<T>> state_;
 };
 
-// Completes when every future is done; expires after its timeout otherwise. Thread-safe.
+/// Completes when every future is done; expires after its timeout otherwise. Thread-safe.
 template <class T>
 class DelayedFuture final : public DelayedOperation {
  public:
+  /// The response: called once, with the futures and the outcome.
   using Callback = std::function<void(const std::vector<SharedFuture<T>>&, Outcome)>;
 
+  /// Completes when every one of `futures` is done, or expires `timeout` after it is watched;
+  /// then calls `callback`. DelayedFuturePurgatory::try_complete_else_watch() builds and watches
+  /// one.
   DelayedFuture(Nanos timeout, std::vector<SharedFuture<T>> futures, Callback callback)
       : DelayedOperation(timeout),
         futures_(std::move(futures)),
@@ -122,6 +133,7 @@ class DelayedFuture final : public DelayedOperation {
     link_->op = this;
   }
 
+  /// The futures waited for.
   [[nodiscard]] const std::vector<SharedFuture<T>>& futures() const noexcept { return futures_; }
 
  private:
@@ -172,17 +184,21 @@ class DelayedFuture final : public DelayedOperation {
   const std::shared_ptr<Link> link_;
 };
 
-// Kafka's DelayedFuturePurgatory. Thread-safe.
+/// Kafka's DelayedFuturePurgatory. Thread-safe.
 template <class T>
 class DelayedFuturePurgatory {
  public:
+  /// A purgatory on `timer` (shared, not closed by shutdown()).
   explicit DelayedFuturePurgatory(std::shared_ptr<SystemTimer> timer,
                                   PurgatoryOptions options = default_options())
       : purgatory_(std::move(timer), std::move(options)) {}
+  /// A purgatory with its own timer, built from options.timer.
   explicit DelayedFuturePurgatory(PurgatoryOptions options = default_options())
       : purgatory_(std::move(options)) {}
 
-  // Returns the operation; whether it completed at once is its is_completed().
+  /// Kafka's tryCompleteElseWatch for futures: an operation that completes when all of `futures`
+  /// are done, or expires after `timeout`; `callback` then runs once. Returns the operation;
+  /// whether it completed at once is its is_completed().
   boost::intrusive_ptr<DelayedFuture<T>> try_complete_else_watch(
       Nanos timeout, std::vector<SharedFuture<T>> futures,
       typename DelayedFuture<T>::Callback callback) {
@@ -193,8 +209,11 @@ class DelayedFuturePurgatory {
     return op;
   }
 
+  /// Operations waiting now (DelayedOperationPurgatory::num_delayed()).
   [[nodiscard]] std::size_t num_delayed() const noexcept { return purgatory_.num_delayed(); }
+  /// DelayedOperationPurgatory::metrics().
   [[nodiscard]] PurgatoryMetrics metrics() const { return purgatory_.metrics(); }
+  /// DelayedOperationPurgatory::shutdown(): every waiting operation gets Outcome::shut_down.
   void shutdown() { purgatory_.shutdown(); }
 
  private:

@@ -1,29 +1,30 @@
-// DelayedOperation: a request that waits until a condition holds or its timeout passes.
-//
-// Kafka's DelayedOperation. Write one by deriving (override try_complete(), on_complete() and
-// optionally on_expiration()), or without a subclass with make_operation(timeout, condition,
-// on_complete[, on_expiration]). Hand it to a DelayedOperationPurgatory, which watches it on keys,
-// re-checks it when a key is checked, and schedules its timeout on a SystemTimer (the operation
-// is its own TimerTask: run() is the expiry, cancelled as soon as the operation completes).
-//
-// Exactly one outcome per operation (completed, expired or shut_down), decided under the
-// operation's lock, so try_complete() and the completion callbacks never overlap; the expiry
-// takes the lock too (Kafka only closed that race, on its expiry path, in 2025). Around user code:
-//   - try_complete() runs with the operation's lock held, never concurrently with itself, and
-//     only while the operation is pending. It may call force_complete() on this operation and
-//     check_and_complete() on any purgatory (checks never block on an operation's lock); it must
-//     not block, nor force_complete() *another* operation (two such calls could deadlock).
-//     A check that reaches this operation from inside its own try_complete() (a key it watches,
-//     directly or through another operation's try_complete()) makes it run once more after it
-//     returns, and only once: a try_complete() that keeps checking its own keys is not re-run
-//     forever.
-//   - on_complete(), on_expiration() and the outcome listener run with *no* lock of this
-//     operation or of the purgatory held, after the lock is released: they may call anything,
-//     including check_and_complete() and try_complete_else_watch() of a new operation.
-// Exceptions escaping a callback are caught and reported to the purgatory's error handler (or
-// stderr when not watched); an exception from try_complete() counts as "not complete", and is
-// reported once the operation's lock is released (by the thread that releases it), so that the
-// handler, too, runs with no lock of this operation or of the purgatory held.
+/// @file
+/// DelayedOperation: a request that waits until a condition holds or its timeout passes.
+///
+/// Kafka's DelayedOperation. Write one by deriving (override try_complete(), on_complete() and
+/// optionally on_expiration()), or without a subclass with make_operation(timeout, condition,
+/// on_complete[, on_expiration]). Hand it to a DelayedOperationPurgatory, which watches it on keys,
+/// re-checks it when a key is checked, and schedules its timeout on a SystemTimer (the operation
+/// is its own TimerTask: run() is the expiry, cancelled as soon as the operation completes).
+///
+/// Exactly one outcome per operation (completed, expired or shut_down), decided under the
+/// operation's lock, so try_complete() and the completion callbacks never overlap; the expiry
+/// takes the lock too (Kafka only closed that race, on its expiry path, in 2025). Around user code:
+///   - try_complete() runs with the operation's lock held, never concurrently with itself, and
+///     only while the operation is pending. It may call force_complete() on this operation and
+///     check_and_complete() on any purgatory (checks never block on an operation's lock); it must
+///     not block, nor force_complete() *another* operation (two such calls could deadlock).
+///     A check that reaches this operation from inside its own try_complete() (a key it watches,
+///     directly or through another operation's try_complete()) makes it run once more after it
+///     returns, and only once: a try_complete() that keeps checking its own keys is not re-run
+///     forever.
+///   - on_complete(), on_expiration() and the outcome listener run with *no* lock of this
+///     operation or of the purgatory held, after the lock is released: they may call anything,
+///     including check_and_complete() and try_complete_else_watch() of a new operation.
+/// Exceptions escaping a callback are caught and reported to the purgatory's error handler (or
+/// stderr when not watched); an exception from try_complete() counts as "not complete", and is
+/// reported once the operation's lock is released (by the thread that releases it), so that the
+/// handler, too, runs with no lock of this operation or of the purgatory held.
 #pragma once
 
 #include <atomic>
@@ -40,6 +41,7 @@
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 
 #include "purgatory/detail/watch_registry.hpp"
+#include "purgatory/export.hpp"
 #include "purgatory/operation_lock.hpp"
 #include "purgatory/outcome.hpp"
 #include "purgatory/timer/clock.hpp"
@@ -48,94 +50,106 @@
 
 namespace purgatory {
 
-// Told once, after the callbacks, how an operation ended. Used by the Asio adapter (asio.hpp).
-class OutcomeListener {
+/// Told once, after the callbacks, how an operation ended. Used by the Asio adapter (asio.hpp).
+class PURGATORY_EXPORT OutcomeListener {
  public:
   OutcomeListener() = default;
   OutcomeListener(const OutcomeListener&) = delete;
   OutcomeListener& operator=(const OutcomeListener&) = delete;
   virtual ~OutcomeListener() = default;
+  /// Called once, with no lock held, on the thread that ran the operation's callbacks.
   virtual void on_outcome(Outcome outcome) noexcept = 0;
 };
 
-// Thread-safe: every public member may be called from any thread. The caller of any member must
-// hold a reference (OperationRef) for the duration of the call. TimerTask::cancel() is the
-// purgatory's business: calling it yourself withdraws the timeout.
-// Memory (x86-64): about 310 bytes, which hold the watch of up to kInlineKeys keys; an operation
-// watched on more keys allocates 32 bytes per key when watched and frees them at completion.
-// Allocated with `new` (as make_operation() does), operations of at most 512 bytes come from the
-// timer's per-thread pool (timer/detail/task_pool.hpp), not from malloc: a server creates them on
-// its request threads and frees them wherever they complete, the pattern glibc's malloc handles
-// worst.
-class DelayedOperation : public TimerTask {
+/// Kafka's DelayedOperation: a request that waits until a condition holds or its timeout passes.
+/// Thread-safe: every public member may be called from any thread. The caller of any member must
+/// hold a reference (OperationRef) for the duration of the call. TimerTask::cancel() is the
+/// purgatory's business: calling it yourself withdraws the timeout.
+/// Memory (x86-64): about 310 bytes, which hold the watch of up to kInlineKeys keys; an operation
+/// watched on more keys allocates 32 bytes per key when watched and frees them at completion.
+/// Allocated with `new` (as make_operation() does), operations of at most 512 bytes come from the
+/// timer's per-thread pool (timer/detail/task_pool.hpp), not from malloc: a server creates them on
+/// its request threads and frees them wherever they complete, the pattern glibc's malloc handles
+/// worst.
+class PURGATORY_EXPORT DelayedOperation : public TimerTask {
  public:
-  // Keys whose watch lives inside the operation: watching on at most this many allocates nothing.
+  /// Keys whose watch lives inside the operation: watching on at most this many allocates nothing.
   static constexpr std::uint32_t kInlineKeys = 4;
 
-  // `timeout` is measured from the moment a purgatory starts watching the operation.
+  /// `timeout` is measured from the moment a purgatory starts watching the operation.
   explicit DelayedOperation(Nanos timeout) noexcept : timeout_(timeout) {}
   ~DelayedOperation() override;
 
-  // Completes the operation unless it already has an outcome. Exactly one caller across all
-  // threads (and the expiry) wins and gets true; on_complete() has run when it returns, except
-  // when the caller holds the operation's lock (inside try_complete(), or between lock() and
-  // unlock()): then it runs when that lock is released.
+  /// Completes the operation unless it already has an outcome. Exactly one caller across all
+  /// threads (and the expiry) wins and gets true; on_complete() has run when it returns, except
+  /// when the caller holds the operation's lock (inside try_complete(), or between lock() and
+  /// unlock()): then it runs when that lock is released.
   bool force_complete();
 
-  // Kafka's safeTryComplete: runs try_complete() under the lock. If another thread holds the
-  // lock it does not wait: it leaves a note that makes the holder check again before releasing
-  // (Kafka's tryCompletePending), so no check is lost and no checker blocks. Returns whether this
-  // call decided the outcome. Works on any pending operation, watched or not (a purgatory's own
-  // checks, check_and_complete(), act only on the operations it still watches).
+  /// Kafka's safeTryComplete: runs try_complete() under the lock. If another thread holds the
+  /// lock it does not wait: it leaves a note that makes the holder check again before releasing
+  /// (Kafka's tryCompletePending), so no check is lost and no checker blocks. Returns whether this
+  /// call decided the outcome. Works on any pending operation, watched or not (a purgatory's own
+  /// checks, check_and_complete(), act only on the operations it still watches).
   bool safe_try_complete();
 
+  /// Whether the outcome is decided (outcome() is not Outcome::pending).
   [[nodiscard]] bool is_completed() const noexcept { return outcome() != Outcome::pending; }
+  /// The outcome: pending until decided, then never changes. Decided does not mean the callbacks
+  /// have run yet (see force_complete()).
   [[nodiscard]] Outcome outcome() const noexcept {
     return outcome_.load(std::memory_order_acquire);
   }
+  /// The timeout given at construction.
   [[nodiscard]] Nanos timeout() const noexcept { return timeout_; }
-  // True once a purgatory accepted it (try_complete_else_watch() may be called once).
+  /// True once a purgatory accepted it (try_complete_else_watch() may be called once).
   [[nodiscard]] bool was_watched() const noexcept {
     return claimed_.load(std::memory_order_acquire);
   }
 
-  // Calls `listener` once with the outcome, after on_complete()/on_expiration() ran; at once if
-  // that already happened. At most one listener: a second throws std::logic_error, a null one
-  // std::invalid_argument.
+  /// Calls `listener` once with the outcome, after on_complete()/on_expiration() ran; at once if
+  /// that already happened. At most one listener: a second throws std::logic_error, a null one
+  /// std::invalid_argument.
   void set_outcome_listener(std::unique_ptr<OutcomeListener> listener);
 
-  // Lockable: the operation's lock. Hold it to change state that try_complete() reads. On the
-  // last unlock() the exceptions try_complete() threw meanwhile are reported and a completion
-  // decided meanwhile runs its callbacks (both on this thread), and a check that was skipped
-  // because the lock was held is retried.
+  /// Lockable: the operation's lock. Hold it to change state that try_complete() reads. On the
+  /// last unlock() the exceptions try_complete() threw meanwhile are reported and a completion
+  /// decided meanwhile runs its callbacks (both on this thread), and a check that was skipped
+  /// because the lock was held is retried.
   void lock() { lock_.lock(); }
+  /// Takes the lock if no other thread holds it (re-entrant, as lock()); returns whether it did.
   bool try_lock() { return lock_.try_lock(); }
+  /// Releases the lock once; the last unlock() does what lock() describes.
   void unlock();
+  /// Whether the calling thread holds the lock.
   [[nodiscard]] bool lock_held_by_current_thread() const noexcept {
     return lock_.held_by_current_thread();
   }
 
-  // The pool (see "Memory" above); over-aligned classes get the global aligned allocator. An
-  // operation is freed by the last OperationRef's `delete`, so it must come from `new` (not from
-  // `::new`, placement new or an allocator).
+  /// The pool (see "Memory" above); over-aligned classes get the global aligned allocator. An
+  /// operation is freed by the last OperationRef's `delete`, so it must come from `new` (not from
+  /// the global operator new, placement new or an allocator).
   static void* operator new(std::size_t size) { return detail::pool_allocate(size); }
+  /// Gives the block back to the pool.
   static void operator delete(void* block, std::size_t size) noexcept {
     detail::pool_deallocate(block, size);
   }
+  /// Over-aligned operations: the global aligned operator new.
   static void* operator new(std::size_t size, std::align_val_t align) {
     return ::operator new(size, align);
   }
+  /// Over-aligned operations: the global aligned operator delete.
   static void operator delete(void* block, std::size_t, std::align_val_t align) noexcept {
     ::operator delete(block, align);  // the sized form needs -fsized-deallocation under clang
   }
 
  protected:
-  // Checks the completion condition; if it holds, calls force_complete() and returns its result.
-  // Runs under the lock, only while pending.
+  /// Checks the completion condition; if it holds, calls force_complete() and returns its result.
+  /// Runs under the lock, only while pending.
   virtual bool try_complete() = 0;
-  // Runs exactly once, whoever completes (outcome() tells how). No lock held.
+  /// Runs exactly once, whoever completes (outcome() tells how). No lock held.
   virtual void on_complete() = 0;
-  // Runs once, after on_complete(), when the timeout won. No lock held.
+  /// Runs once, after on_complete(), when the timeout won. No lock held.
   virtual void on_expiration() {}
 
  private:
@@ -207,13 +221,15 @@ class DelayedOperation : public TimerTask {
   std::unique_ptr<OutcomeListener> listener_;        // published by listen_state_
 };
 
+/// An owning reference to an operation: hold one while calling any of its members.
 using OperationRef = boost::intrusive_ptr<DelayedOperation>;
 
-// A DelayedOperation made of callables: condition() -> bool says whether the operation can
-// complete now; on_complete() or on_complete(Outcome); on_expiration().
+/// A DelayedOperation made of callables: condition() -> bool says whether the operation can
+/// complete now; on_complete() or on_complete(Outcome); on_expiration().
 template <class Condition, class OnComplete, class OnExpiration>
 class CallableOperation final : public DelayedOperation {
  public:
+  /// The callables are stored inline (see make_operation()).
   CallableOperation(Nanos timeout, Condition condition, OnComplete on_complete,
                     OnExpiration on_expiration)
       : DelayedOperation(timeout),
@@ -238,11 +254,13 @@ class CallableOperation final : public DelayedOperation {
   OnExpiration on_expiration_;
 };
 
+/// The default on_expiration of make_operation(): does nothing.
 struct NoExpirationCallback {
+  /// Does nothing.
   void operator()() const noexcept {}
 };
 
-// make_operation(timeout, condition, on_complete[, on_expiration]): the common case, no subclass.
+/// make_operation(timeout, condition, on_complete[, on_expiration]): the common case, no subclass.
 template <class Condition, class OnComplete, class OnExpiration = NoExpirationCallback>
 requires std::is_invocable_r_v < bool, std::decay_t<Condition>
 & > &&(std::is_invocable_v<std::decay_t<OnComplete>&> ||

@@ -1,35 +1,36 @@
-// DelayedOperationPurgatory: Kafka's request purgatory, with its memory lessons built in.
-//
-// Operations wait here, watched on one or more keys, until a check of one of their keys finds
-// them completable (check_and_complete), someone force-completes them, or their timeout passes on
-// the SystemTimer. Watch lists live in a key map split over independently locked shards.
-//
-// Unlike Kafka, a completed operation leaves *every* key's list the moment it completes (each
-// operation owns one intrusive node per key and unlinks them all under the shard locks), and a
-// key whose list empties is erased. Memory is therefore bounded by what is waiting now: there is
-// no purge interval, and no operation completed through one key lingers on the others
-// (KAFKA-19389 and KAFKA-19763 were broker OOMs from exactly that).
-//
-// A shard looks a key up first in 64 slots indexed by the key's hash, each holding the list last
-// found or made there: a watch on a key already watched reads lines written only when a slot
-// changes hands, not the map's chain, whose nodes the completing thread writes on every unlink
-// (purgatory_bench, 100k/s, 3 keys of 1000: about 0.1 us of CPU less per request). KeyEqual
-// confirms every hit.
-//
-// Key entries come from the timer's per-thread pool (timer/detail/task_pool.hpp), not malloc: a
-// key is often added by a watching thread and erased by a completing one, the pattern glibc's
-// malloc handles worst. So once the pool is warm, watching on keys nobody watches and the erase
-// when their lists empty allocate nothing from the heap (the key map's bucket arrays do, when
-// they grow or shrink). Freed entries are reused by the next keys.
-//
-// Errors (exceptions): std::invalid_argument for a null operation or empty keys,
-// OperationAlreadyWatched, PurgatoryShutDown for any call but the getters after shutdown().
-//
-// Locks: a shard lock is held only to link, unlink or copy a key's list, never around
-// try_complete(), the callbacks or the error handler. The key map does run Hash, KeyEqual and
-// Key's copy constructor under it (and under the operation's lock, while watching), so those must
-// not call into the purgatory. Lock order is operation, then shard. See delayed_operation.hpp for
-// the locks around callbacks.
+/// @file
+/// DelayedOperationPurgatory: Kafka's request purgatory, with its memory lessons built in.
+///
+/// Operations wait here, watched on one or more keys, until a check of one of their keys finds
+/// them completable (check_and_complete), someone force-completes them, or their timeout passes on
+/// the SystemTimer. Watch lists live in a key map split over independently locked shards.
+///
+/// Unlike Kafka, a completed operation leaves *every* key's list the moment it completes (each
+/// operation owns one intrusive node per key and unlinks them all under the shard locks), and a
+/// key whose list empties is erased. Memory is therefore bounded by what is waiting now: there is
+/// no purge interval, and no operation completed through one key lingers on the others
+/// (KAFKA-19389 and KAFKA-19763 were broker OOMs from exactly that).
+///
+/// A shard looks a key up first in 64 slots indexed by the key's hash, each holding the list last
+/// found or made there: a watch on a key already watched reads lines written only when a slot
+/// changes hands, not the map's chain, whose nodes the completing thread writes on every unlink
+/// (purgatory_bench, 100k/s, 3 keys of 1000: about 0.1 us of CPU less per request). KeyEqual
+/// confirms every hit.
+///
+/// Key entries come from the timer's per-thread pool (timer/detail/task_pool.hpp), not malloc: a
+/// key is often added by a watching thread and erased by a completing one, the pattern glibc's
+/// malloc handles worst. So once the pool is warm, watching on keys nobody watches and the erase
+/// when their lists empty allocate nothing from the heap (the key map's bucket arrays do, when
+/// they grow or shrink). Freed entries are reused by the next keys.
+///
+/// Errors (exceptions): std::invalid_argument for a null operation or empty keys,
+/// OperationAlreadyWatched, PurgatoryShutDown for any call but the getters after shutdown().
+///
+/// Locks: a shard lock is held only to link, unlink or copy a key's list, never around
+/// try_complete(), the callbacks or the error handler. The key map does run Hash, KeyEqual and
+/// Key's copy constructor under it (and under the operation's lock, while watching), so those must
+/// not call into the purgatory. Lock order is operation, then shard. See delayed_operation.hpp for
+/// the locks around callbacks.
 #pragma once
 
 #include <algorithm>
@@ -66,34 +67,35 @@
 
 namespace purgatory {
 
-// Thread-safe: every member may be called from any thread, including from an operation's
-// callbacks, except that shutdown() (and so the destructor) must not be called from a task run by
-// a timer the purgatory owns (closing it would wait for that task).
+/// Kafka's request purgatory: operations wait here, watched on keys, until completed or expired.
+/// Thread-safe: every member may be called from any thread, including from an operation's
+/// callbacks, except that shutdown() (and so the destructor) must not be called from a task run by
+/// a timer the purgatory owns (closing it would wait for that task).
 template <class Key, class Hash = std::hash<Key>, class KeyEqual = std::equal_to<Key>>
 class DelayedOperationPurgatory {
  public:
-  // A purgatory with its own SystemTimer, built from options.timer.
+  /// A purgatory with its own SystemTimer, built from options.timer.
   explicit DelayedOperationPurgatory(PurgatoryOptions options = {})
       : DelayedOperationPurgatory(make_timer(options), options, true) {}
-  // A purgatory sharing `timer` (not closed by shutdown()). Throws std::invalid_argument if null.
+  /// A purgatory sharing `timer` (not closed by shutdown()). Throws std::invalid_argument if null.
   explicit DelayedOperationPurgatory(std::shared_ptr<SystemTimer> timer,
                                      PurgatoryOptions options = {})
       : DelayedOperationPurgatory(std::move(timer), options, false) {}
-  // shutdown().
+  /// shutdown().
   ~DelayedOperationPurgatory() { shutdown(); }
   DelayedOperationPurgatory(const DelayedOperationPurgatory&) = delete;
   DelayedOperationPurgatory& operator=(const DelayedOperationPurgatory&) = delete;
 
-  // Kafka's tryCompleteElseWatch: tries to complete `op`; if it cannot, watches it on every key,
-  // tries once more (a completion that became possible between the first try and the watch is
-  // not missed), and only then schedules its timeout. Returns whether this call completed it.
-  // An operation completed before this call is returned false and not watched. A key listed
-  // more than once is watched once.
-  // If the timer refuses the timeout (closed, or at max_pending) the operation expires at once.
-  // Refused: when this call throws (the errors above, or any exception from the timer or from
-  // hashing or allocating a key), the operation is not watched and nothing of it stays behind
-  // (no key lists it, no timeout is scheduled, was_watched() is false, no outcome is decided and
-  // no callback runs because of this call): the caller still owns it and may retry.
+  /// Kafka's tryCompleteElseWatch: tries to complete `op`; if it cannot, watches it on every key,
+  /// tries once more (a completion that became possible between the first try and the watch is
+  /// not missed), and only then schedules its timeout. Returns whether this call completed it.
+  /// An operation completed before this call is returned false and not watched. A key listed
+  /// more than once is watched once.
+  /// If the timer refuses the timeout (closed, or at max_pending) the operation expires at once.
+  /// Refused: when this call throws (the errors above, or any exception from the timer or from
+  /// hashing or allocating a key), the operation is not watched and nothing of it stays behind
+  /// (no key lists it, no timeout is scheduled, was_watched() is false, no outcome is decided and
+  /// no callback runs because of this call): the caller still owns it and may retry.
   bool try_complete_else_watch(const OperationRef& op, std::span<const Key> keys) {
     if (!op) throw std::invalid_argument("try_complete_else_watch: the operation is null");
     if (keys.empty()) {
@@ -120,15 +122,16 @@ class DelayedOperationPurgatory {
     if (watched == Watch::completed_unwatched) state_->account_unwatched(Outcome::completed);
     return watched == Watch::completed_unwatched || watched == Watch::completed_watched;
   }
+  /// As above, with the keys listed in place: `try_complete_else_watch(op, {"orders-0"})`.
   bool try_complete_else_watch(const OperationRef& op, std::initializer_list<Key> keys) {
     return try_complete_else_watch(op, std::span<const Key>(keys.begin(), keys.size()));
   }
 
-  // Kafka's checkAndComplete: tries every operation watched on `key`; returns how many this call
-  // completed (they leave every key at once). 0 for a key nobody watches. No shard lock is held
-  // while try_complete() runs, and it never waits for an operation's lock.
-  // An operation that stops being watched meanwhile (completed, expired, cancelled, withdrawn)
-  // is not completed by this call.
+  /// Kafka's checkAndComplete: tries every operation watched on `key`; returns how many this call
+  /// completed (they leave every key at once). 0 for a key nobody watches. No shard lock is held
+  /// while try_complete() runs, and it never waits for an operation's lock.
+  /// An operation that stops being watched meanwhile (completed, expired, cancelled, withdrawn)
+  /// is not completed by this call.
   std::size_t check_and_complete(const Key& key) {
     throw_if_shut_down("check_and_complete");
     Ops ops = copy_watchers(key);
@@ -140,14 +143,14 @@ class DelayedOperationPurgatory {
     return completed;
   }
 
-  // Kafka's cancelForKey: stops watching every operation watched on `key` (on all its keys) and
-  // cancels its timeout, without deciding an outcome, and returns them: the caller now decides
-  // their fate (typically force_complete()); this purgatory never completes, expires or shuts
-  // down a returned operation, not even through a check already under way on another thread.
-  // An operation whose outcome is already decided, or whose expiry already started (the timer
-  // has called its run()), is left alone and not returned; one whose timeout its owner withdrew
-  // (TimerTask::cancel()) is returned like any other. Counted in metrics().cancelled_total.
-  // Waits for each operation's lock, so it must not be called from try_complete().
+  /// Kafka's cancelForKey: stops watching every operation watched on `key` (on all its keys) and
+  /// cancels its timeout, without deciding an outcome, and returns them: the caller now decides
+  /// their fate (typically force_complete()); this purgatory never completes, expires or shuts
+  /// down a returned operation, not even through a check already under way on another thread.
+  /// An operation whose outcome is already decided, or whose expiry already started (the timer
+  /// has called its run()), is left alone and not returned; one whose timeout its owner withdrew
+  /// (TimerTask::cancel()) is returned like any other. Counted in metrics().cancelled_total.
+  /// Waits for each operation's lock, so it must not be called from try_complete().
   std::vector<OperationRef> cancel_for_key(const Key& key) {
     throw_if_shut_down("cancel_for_key");
     Ops ops = copy_watchers(key);
@@ -169,10 +172,10 @@ class DelayedOperationPurgatory {
     return cancelled;
   }
 
-  // Kafka's PurgatorySize: (operation, key) pairs watched now. Like Kafka's, a sum of per-shard
-  // counts read one after another: exact while nothing changes; under concurrent watches and
-  // completions it may count an operation that left one shard and one that arrived in another
-  // after it, so it can exceed the number of pairs that ever existed together (never negative).
+  /// Kafka's PurgatorySize: (operation, key) pairs watched now. Like Kafka's, a sum of per-shard
+  /// counts read one after another: exact while nothing changes; under concurrent watches and
+  /// completions it may count an operation that left one shard and one that arrived in another
+  /// after it, so it can exceed the number of pairs that ever existed together (never negative).
   [[nodiscard]] std::size_t watched() const noexcept {
     std::size_t total = 0;
     for (std::size_t i = 0; i <= mask_; ++i) {
@@ -181,7 +184,7 @@ class DelayedOperationPurgatory {
     }
     return total;
   }
-  // Kafka's NumDelayedOperations: operations waiting now. A sum over shards, as watched().
+  /// Kafka's NumDelayedOperations: operations waiting now. A sum over shards, as watched().
   [[nodiscard]] std::size_t num_delayed() const noexcept {
     std::size_t total = 0;
     for (std::size_t i = 0; i <= mask_; ++i) {
@@ -191,6 +194,7 @@ class DelayedOperationPurgatory {
     }
     return total;
   }
+  /// The gauges (watched(), num_delayed()), the outcome counters and the waiting-time histogram.
   [[nodiscard]] PurgatoryMetrics metrics() const {
     PurgatoryMetrics m;
     state_->fill(m);
@@ -199,18 +203,18 @@ class DelayedOperationPurgatory {
     return m;
   }
 
-  // Stops accepting calls, then gives every waiting operation exactly one outcome: those whose
-  // outcome was already being decided (completed by a check, or expired: the timer has called its
-  // run(), even if that run still waits for the operation's lock; with a timer the purgatory
-  // owns, also every timeout already due, which close() lets run) keep it, all others complete
-  // with Outcome::shut_down (their on_complete() sees it in outcome()). Closes the timer if the
-  // purgatory owns it. Returns after the callbacks (and outcome listener, and the error handler
-  // for what they threw) of every operation that was waiting when it began have run, wherever
-  // they run (those left to an expiry included), except those running on the calling thread (a
-  // shutdown() called from a callback or from the error handler).
-  // Idempotent: a second call returns at once. Must not be called while holding an operation's
-  // lock (from try_complete(), or between lock() and unlock()) or a lock that a callback of this
-  // purgatory's operations takes.
+  /// Stops accepting calls, then gives every waiting operation exactly one outcome: those whose
+  /// outcome was already being decided (completed by a check, or expired: the timer has called its
+  /// run(), even if that run still waits for the operation's lock; with a timer the purgatory
+  /// owns, also every timeout already due, which close() lets run) keep it, all others complete
+  /// with Outcome::shut_down (their on_complete() sees it in outcome()). Closes the timer if the
+  /// purgatory owns it. Returns after the callbacks (and outcome listener, and the error handler
+  /// for what they threw) of every operation that was waiting when it began have run, wherever
+  /// they run (those left to an expiry included), except those running on the calling thread (a
+  /// shutdown() called from a callback or from the error handler).
+  /// Idempotent: a second call returns at once. Must not be called while holding an operation's
+  /// lock (from try_complete(), or between lock() and unlock()) or a lock that a callback of this
+  /// purgatory's operations takes.
   void shutdown() {
     if (state_->shut_down.exchange(true)) return;
     for (std::size_t i = 0; i <= mask_; ++i) {
@@ -240,19 +244,23 @@ class DelayedOperationPurgatory {
       state_->wait_finished(static_cast<std::uint32_t>(i));
     }
   }
+  /// Whether shutdown() has been called.
   [[nodiscard]] bool is_shut_down() const noexcept { return state_->shut_down.load(); }
 
+  /// The timer the timeouts run on (the purgatory's own, or the one it was given).
   [[nodiscard]] SystemTimer& timer() const noexcept { return *timer_; }
+  /// PurgatoryOptions::name.
   [[nodiscard]] const std::string& name() const noexcept { return state_->name(); }
+  /// Shards of the key map: PurgatoryOptions::shards rounded up to a power of two.
   [[nodiscard]] std::size_t shard_count() const noexcept { return mask_ + 1; }
 
-  // The operations waiting now, per key, within `limits` (see purgatory_snapshot.hpp). Each shard
-  // lock is held only to count and copy: the keys (Key's copy constructor is the one piece of
-  // user code run under it), the counts and each listed operation's watched-since, deadline and
-  // key count. No operation lock is taken and no callback, Hash or KeyEqual runs. Nothing is
-  // recorded on the watch/complete paths for it: when never called it costs nothing.
-  // An operation still being set up (linked, its watch not yet committed) is counted in
-  // `waiting` but not listed. Works after shutdown() too (then it finds nothing).
+  /// The operations waiting now, per key, within `limits` (see purgatory_snapshot.hpp). Each shard
+  /// lock is held only to count and copy: the keys (Key's copy constructor is the one piece of
+  /// user code run under it), the counts and each listed operation's watched-since, deadline and
+  /// key count. No operation lock is taken and no callback, Hash or KeyEqual runs. Nothing is
+  /// recorded on the watch/complete paths for it: when never called it costs nothing.
+  /// An operation still being set up (linked, its watch not yet committed) is counted in
+  /// `waiting` but not listed. Works after shutdown() too (then it finds nothing).
   [[nodiscard]] PurgatorySnapshot<Key> snapshot(SnapshotLimits limits = {}) const {
     PurgatorySnapshot<Key> snap;
     snap.now = state_->clock().now();

@@ -1,10 +1,11 @@
-// OperationLock: the per-operation lock of a DelayedOperation.
-//
-// A re-entrant mutex that knows its owner. Re-entrant because Kafka's idiom runs user code under it
-// that may legitimately re-enter (try_complete() calling force_complete() on its own operation,
-// a thread that holds the lock checking a key that watches the operation). Knowing the owner lets
-// DelayedOperation tell "a completion decided inside try_complete()" (whose callbacks must wait
-// until the lock is released) from one decided by an outside thread.
+/// @file
+/// OperationLock: the per-operation lock of a DelayedOperation.
+///
+/// A re-entrant mutex that knows its owner. Re-entrant because Kafka's idiom runs user code under
+/// it that may legitimately re-enter (try_complete() calling force_complete() on its own operation,
+/// a thread that holds the lock checking a key that watches the operation). Knowing the owner lets
+/// DelayedOperation tell "a completion decided inside try_complete()" (whose callbacks must wait
+/// until the lock is released) from one decided by an outside thread.
 #pragma once
 
 #include <atomic>
@@ -15,13 +16,16 @@
 
 namespace purgatory {
 
-// Thread-safe. Lockable (lock/try_lock/unlock); the owner may lock again, and must unlock as often.
+/// A re-entrant mutex that knows its owner (see the file's overview).
+/// Thread-safe. Lockable (lock/try_lock/unlock); the owner may lock again, and must unlock as
+/// often.
 class OperationLock {
  public:
   OperationLock() = default;
   OperationLock(const OperationLock&) = delete;
   OperationLock& operator=(const OperationLock&) = delete;
 
+  /// Takes the lock, waiting for another owner to release it; the owner takes it again at once.
   void lock() {
     if (held_by_current_thread()) {
       ++depth_;
@@ -32,6 +36,7 @@ class OperationLock {
     depth_ = 1;
   }
 
+  /// As lock(), without waiting: returns whether the calling thread now holds the lock.
   bool try_lock() {
     if (held_by_current_thread()) {
       ++depth_;
@@ -43,6 +48,7 @@ class OperationLock {
     return true;
   }
 
+  /// Releases one hold; the last one frees the lock. Only the owner may call it.
   void unlock() {
     assert(held_by_current_thread());
     if (--depth_ > 0) return;
@@ -50,13 +56,13 @@ class OperationLock {
     mu_.unlock();
   }
 
-  // Only the owner ever stores its own id, so a relaxed load cannot show this thread a stale id
-  // of its own: the answer is exact for the calling thread.
+  /// Only the owner ever stores its own id, so a relaxed load cannot show this thread a stale id
+  /// of its own: the answer is exact for the calling thread.
   [[nodiscard]] bool held_by_current_thread() const noexcept {
     return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
   }
 
-  // How many times the owner holds it. Call only while holding it.
+  /// How many times the owner holds it. Call only while holding it.
   [[nodiscard]] std::uint32_t depth() const noexcept { return depth_; }
 
  private:

@@ -1,4 +1,6 @@
-// Outcome: how a DelayedOperation ended. Every operation a purgatory accepts ends with exactly one.
+/// @file
+/// Outcome: how a DelayedOperation ended. Every operation a purgatory accepts ends with exactly
+/// one.
 #pragma once
 
 #include <cstdint>
@@ -6,13 +8,15 @@
 
 namespace purgatory {
 
+/// How a DelayedOperation ended, or that it has not yet.
 enum class Outcome : std::uint8_t {
-  pending,    // not decided yet
-  completed,  // try_complete() or force_complete() won: on_complete() ran
-  expired,    // the timeout won: on_complete() then on_expiration() ran
-  shut_down,  // the purgatory shut down first: on_complete() ran (on_expiration() did not)
+  pending,    ///< not decided yet
+  completed,  ///< try_complete() or force_complete() won: on_complete() ran
+  expired,    ///< the timeout won: on_complete() then on_expiration() ran
+  shut_down,  ///< the purgatory shut down first: on_complete() ran (on_expiration() did not)
 };
 
+/// The enumerator's name: "pending", "completed", "expired" or "shut_down".
 [[nodiscard]] constexpr std::string_view to_string(Outcome outcome) noexcept {
   switch (outcome) {
     case Outcome::pending:

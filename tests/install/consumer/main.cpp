@@ -1,6 +1,8 @@
-// A downstream program: one timer task and one delayed operation, on a manual clock.
+// A downstream program: one timer task and one delayed operation, on a manual clock; and the
+// library's version, which must be the headers'.
 #include <purgatory/delayed_operation_purgatory.hpp>
 #include <purgatory/timer/system_timer.hpp>
+#include <purgatory/version.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -29,8 +31,12 @@ int main() {
 
   clock.advance(5ms);
   timer->advance_clock(purgatory::Nanos::zero());
-  const bool ok = fired == 1 && completed == 1 && done == 1 && purgatory.num_delayed() == 0;
-  std::printf("consumer: timer task fired %d, operation completed %d: %s\n", fired, completed,
-              ok ? "ok" : "WRONG");
+  const purgatory::Version v = purgatory::version();
+  const bool ok = fired == 1 && completed == 1 && done == 1 && purgatory.num_delayed() == 0 &&
+                  v == purgatory::kHeaderVersion;
+  std::printf(
+      "consumer of purgatory %d.%d.%d (headers %s): timer task fired %d, operation "
+      "completed %d: %s\n",
+      v.major, v.minor, v.patch, PURGATORY_VERSION_STRING, fired, completed, ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
 }

@@ -8,13 +8,14 @@
 #include <string>
 
 #include "purgatory/detail/watch_registry.hpp"
+#include "purgatory/export.hpp"
 #include "purgatory/purgatory_metrics.hpp"
 #include "purgatory/timer/clock.hpp"
 
 namespace purgatory::detail {
 
 // Thread-safe.
-class PurgatoryState : public WatchRegistry {
+class PURGATORY_EXPORT PurgatoryState : public WatchRegistry {
  public:
   // `slots`: how many finishing counters (the purgatory uses one per shard, so that completing
   // threads do not share one counter).

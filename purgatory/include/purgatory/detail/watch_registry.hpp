@@ -13,6 +13,7 @@
 #include <boost/intrusive/list.hpp>
 #include <boost/smart_ptr/intrusive_ref_counter.hpp>
 
+#include "purgatory/export.hpp"
 #include "purgatory/outcome.hpp"
 
 namespace purgatory {
@@ -45,7 +46,7 @@ struct WatchList {
 
 // What a DelayedOperation needs from the purgatory watching it. Reference counted so that an
 // operation racing a purgatory's destruction never touches freed state.
-class WatchRegistry : public boost::intrusive_ref_counter<WatchRegistry> {
+class PURGATORY_EXPORT WatchRegistry : public boost::intrusive_ref_counter<WatchRegistry> {
  public:
   WatchRegistry() = default;
   WatchRegistry(const WatchRegistry&) = delete;

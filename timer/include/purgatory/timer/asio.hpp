@@ -1,16 +1,19 @@
-// Asio integration: run expired tasks on an Asio executor, and drive a SystemTimer from an
-// io_context with one steady_timer, so an Asio server needs no timer thread at all.
-//
-//   boost::asio::io_context io;
-//   purgatory::SystemTimer timer(purgatory::TimerOptions{
-//       .executor = std::make_shared<purgatory::AsioExecutor>(io.get_executor()),
-//       .driver = purgatory::TimerOptions::Driver::external});
-//   purgatory::AsioDriver driver(io.get_executor(), timer);
-//   timer.add(purgatory::make_task([] { std::puts("tick"); }), std::chrono::milliseconds(5));
-//   io.run();  // returns once nothing is pending: an idle timer keeps no wait armed
-//
-// The driver keeps exactly one async_wait armed, for the earliest non-empty bucket; an add()
-// that brings an earlier deadline re-arms it through a post to the driver's strand.
+/// @file
+/// Asio integration: run expired tasks on an Asio executor, and drive a SystemTimer from an
+/// io_context with one steady_timer, so an Asio server needs no timer thread at all.
+///
+/// @code
+///   boost::asio::io_context io;
+///   purgatory::SystemTimer timer(purgatory::TimerOptions{
+///       .executor = std::make_shared<purgatory::AsioExecutor>(io.get_executor()),
+///       .driver = purgatory::TimerOptions::Driver::external});
+///   purgatory::AsioDriver driver(io.get_executor(), timer);
+///   timer.add(purgatory::make_task([] { std::puts("tick"); }), std::chrono::milliseconds(5));
+///   io.run();  // returns once nothing is pending: an idle timer keeps no wait armed
+/// @endcode
+///
+/// The driver keeps exactly one async_wait armed, for the earliest non-empty bucket; an add()
+/// that brings an earlier deadline re-arms it through a post to the driver's strand.
 #pragma once
 
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
@@ -31,12 +34,13 @@
 
 namespace purgatory {
 
-// Posts expired tasks to an Asio executor, one handler per batch. Thread-safe.
+/// Posts expired tasks to an Asio executor, one handler per batch. Thread-safe.
 class AsioExecutor final : public Executor {
  public:
+  /// Runs batches as handlers posted to `executor`.
   explicit AsioExecutor(boost::asio::any_io_executor executor) : executor_(std::move(executor)) {}
 
-  // One post per batch: the tasks of a batch are due together and run one after the other.
+  /// One post per batch: the tasks of a batch are due together and run one after the other.
   void execute(ExpiredBatch& batch) override {
     boost::asio::post(executor_, [b = std::move(batch)]() mutable { b.run_all(); });
     batch = ExpiredBatch();
@@ -46,12 +50,15 @@ class AsioExecutor final : public Executor {
   boost::asio::any_io_executor executor_;
 };
 
-// Drives `timer` (created with Driver::external and the default SteadyClock) from an Asio
-// executor. Thread-safe: the driver's own work runs on a strand, so the io_context may be run by
-// any number of threads. The timer must outlive the io_context's last run; the driver may be
-// destroyed earlier (it then stops driving).
+/// Drives `timer` (created with Driver::external and the default SteadyClock) from an Asio
+/// executor. Thread-safe: the driver's own work runs on a strand, so the io_context may be run by
+/// any number of threads. The timer must outlive the io_context's last run; the driver may be
+/// destroyed earlier (it then stops driving).
 class AsioDriver {
  public:
+  /// Starts driving `timer` from `executor`, taking its wakeup hook
+  /// (SystemTimer::set_wakeup_hook()). Throws std::invalid_argument if the timer's clock is not a
+  /// SteadyClock.
   AsioDriver(boost::asio::any_io_executor executor, SystemTimer& timer)
       : impl_(std::make_shared<Impl>(std::move(executor), timer)) {
     if (dynamic_cast<const SteadyClock*>(&timer.clock()) == nullptr) {
@@ -64,7 +71,7 @@ class AsioDriver {
     });
     impl_->post_rearm(impl_);
   }
-  // Stops driving: the armed wait is cancelled (on the strand), so io.run() is not kept busy.
+  /// Stops driving: the armed wait is cancelled (on the strand), so io.run() is not kept busy.
   ~AsioDriver() {
     impl_->stopped.store(true, std::memory_order_release);
     impl_->post_rearm(impl_);

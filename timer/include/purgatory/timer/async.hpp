@@ -1,35 +1,40 @@
-// Asio-native waits on a SystemTimer: purgatory::async_wait(timer, delay, token) follows Asio's
-// completion-token rules, so the same call serves a plain handler, a coroutine and a future.
-//
-//   purgatory::async_wait(timer, 50ms, [](boost::system::error_code ec) { ... });   // handler
-//   co_await purgatory::async_wait(timer, 50ms, boost::asio::use_awaitable);         // coroutine
-//   std::future<void> f = purgatory::async_wait(timer, 50ms, boost::asio::use_future);
-//
-// Completion signature void(boost::system::error_code). The wait is an internal TimerTask on
-// `timer`: no error once it ran (never before `delay`, like any task), and
-// boost::asio::error::operation_aborted when it was cancelled first, or when the timer closed first
-// (close() hands the task back and nothing runs it; the wait completes when the last reference to
-// that task is dropped, at once when the caller of close() ignores what it returned). Exactly one
-// completion per wait. The handler is posted to its associated executor (never run inside the
-// initiating call, nor on the timer's threads), and a pending wait counts as outstanding work of
-// that executor, from the moment async_wait() accepted it (before it returns) until it completes:
-// for a handler bound to an io_context (a coroutine's use_awaitable, bind_executor(io, ...)),
-// io_context::run() does not return while the wait is pending. A refused wait (see async_wait()
-// below) takes no work, so it leaves that executor as it was. A plain lambda's associated
-// executor is Asio's system executor: its handler runs on a system-executor thread and keeps no
-// io_context busy.
-//
-// Cancelling. Boost 1.74's Asio has no per-operation cancellation slots (they came in Boost 1.77),
-// so a wait takes an optional C++20 std::stop_token before the completion token:
-//
-//   std::stop_source stop;
-//   purgatory::async_wait(timer, 5s, stop.get_token(), handler);
-//   stop.request_stop();  // from any thread: the task is cancelled, handler(operation_aborted)
-//
-// Cancellation is a request, as in Asio: a stop that comes once the task has started running
-// changes nothing, and the wait succeeds. A stop requested before the call cancels it at once.
-// With Boost >= 1.77, a cancellation slot associated with the handler (bind_cancellation_slot,
-// a co_spawn'ed coroutine's cancellation state) cancels it the same way, whatever the type.
+/// @file
+/// Asio-native waits on a SystemTimer: purgatory::async_wait(timer, delay, token) follows Asio's
+/// completion-token rules, so the same call serves a plain handler, a coroutine and a future.
+///
+/// @code
+///   purgatory::async_wait(timer, 50ms, [](boost::system::error_code ec) { ... });   // handler
+///   co_await purgatory::async_wait(timer, 50ms, boost::asio::use_awaitable);         // coroutine
+///   std::future<void> f = purgatory::async_wait(timer, 50ms, boost::asio::use_future);
+/// @endcode
+///
+/// Completion signature void(boost::system::error_code). The wait is an internal TimerTask on
+/// `timer`: no error once it ran (never before `delay`, like any task), and
+/// boost::asio::error::operation_aborted when it was cancelled first, or when the timer closed
+/// first (close() hands the task back and nothing runs it; the wait completes when the last
+/// reference to that task is dropped, at once when the caller of close() ignores what it returned).
+/// Exactly one completion per wait. The handler is posted to its associated executor (never run
+/// inside the initiating call, nor on the timer's threads), and a pending wait counts as
+/// outstanding work of that executor, from the moment async_wait() accepted it (before it returns)
+/// until it completes: for a handler bound to an io_context (a coroutine's use_awaitable,
+/// bind_executor(io, ...)), io_context::run() does not return while the wait is pending. A refused
+/// wait (see async_wait() below) takes no work, so it leaves that executor as it was. A plain
+/// lambda's associated executor is Asio's system executor: its handler runs on a system-executor
+/// thread and keeps no io_context busy.
+///
+/// Cancelling. Boost 1.74's Asio has no per-operation cancellation slots (they came in Boost 1.77),
+/// so a wait takes an optional C++20 std::stop_token before the completion token:
+///
+/// @code
+///   std::stop_source stop;
+///   purgatory::async_wait(timer, 5s, stop.get_token(), handler);
+///   stop.request_stop();  // from any thread: the task is cancelled, handler(operation_aborted)
+/// @endcode
+///
+/// Cancellation is a request, as in Asio: a stop that comes once the task has started running
+/// changes nothing, and the wait succeeds. A stop requested before the call cancels it at once.
+/// With Boost >= 1.77, a cancellation slot associated with the handler (bind_cancellation_slot,
+/// a co_spawn'ed coroutine's cancellation state) cancels it the same way, whatever the type.
 #pragma once
 
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
@@ -355,17 +360,17 @@ auto await_timer_wait(SystemTimer* timer, Nanos delay, std::stop_token stop,
 
 }  // namespace detail
 
-// Waits `delay` on `timer`; completion signature void(boost::system::error_code); a stop requested
-// on `stop` cancels the wait (see the header comment). Throws what SystemTimer::add() throws
-// (std::invalid_argument for a bad delay, TimerRejected when the timer is closed, draining or
-// full), and then the handler is never called and its executor is left as it was (an io_context
-// with no other work is not stopped). With a coroutine token, use_awaitable or
-// redirect_error(use_awaitable, ec) (error codes go to ec; exceptions are still thrown), that
-// happens when the wait is awaited: the co_await throws that exception, the coroutine may catch
-// it, and nothing else happens (the coroutine resumes on its executor, as after any completion).
-// Boost 1.74 runs a coroutine token's initiation inside a noexcept function: async_wait() handles
-// these two tokens so that a refusal reaches the co_await; another token built on use_awaitable
-// would meet std::terminate() there.
+/// Waits `delay` on `timer`; completion signature void(boost::system::error_code); a stop requested
+/// on `stop` cancels the wait (see the header comment). Throws what SystemTimer::add() throws
+/// (std::invalid_argument for a bad delay, TimerRejected when the timer is closed, draining or
+/// full), and then the handler is never called and its executor is left as it was (an io_context
+/// with no other work is not stopped). With a coroutine token, use_awaitable or
+/// redirect_error(use_awaitable, ec) (error codes go to ec; exceptions are still thrown), that
+/// happens when the wait is awaited: the co_await throws that exception, the coroutine may catch
+/// it, and nothing else happens (the coroutine resumes on its executor, as after any completion).
+/// Boost 1.74 runs a coroutine token's initiation inside a noexcept function: async_wait() handles
+/// these two tokens so that a refusal reaches the co_await; another token built on use_awaitable
+/// would meet std::terminate() there.
 template <class CompletionToken>
 auto async_wait(SystemTimer& timer, Nanos delay, std::stop_token stop, CompletionToken&& token) {
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
@@ -381,7 +386,7 @@ auto async_wait(SystemTimer& timer, Nanos delay, std::stop_token stop, Completio
 #endif
 }
 
-// As above, without a stop_token.
+/// As above, without a stop_token.
 template <class CompletionToken>
 auto async_wait(SystemTimer& timer, Nanos delay, CompletionToken&& token) {
   return async_wait(timer, delay, std::stop_token(), std::forward<CompletionToken>(token));

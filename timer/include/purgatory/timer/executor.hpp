@@ -1,14 +1,15 @@
-// Where expired tasks run.
-//
-// The timer hands expired tasks to an Executor in batches (ExpiredBatch, at most
-// SystemTimer::kMaxBatch tasks, all due): one call per batch, not per task, so the hand-off costs
-// little and an inline executor runs each task while it is still in cache. Three executors come
-// with the library:
-//   - ThreadExecutor: one dedicated thread (Kafka's "executor-<name>"), the default;
-//   - InlineExecutor: on the thread that advances the clock (lowest latency; a slow task delays
-//     the expiry of the others);
-//   - AsioExecutor (purgatory/timer/asio.hpp): posted to any Asio executor.
-// Any other executor (a thread pool, an event loop) implements execute().
+/// @file
+/// Where expired tasks run.
+///
+/// The timer hands expired tasks to an Executor in batches (ExpiredBatch, at most
+/// SystemTimer::kMaxBatch tasks, all due): one call per batch, not per task, so the hand-off costs
+/// little and an inline executor runs each task while it is still in cache. Three executors come
+/// with the library:
+///   - ThreadExecutor: one dedicated thread (Kafka's "executor-<name>"), the default;
+///   - InlineExecutor: on the thread that advances the clock (lowest latency; a slow task delays
+///     the expiry of the others);
+///   - AsioExecutor (purgatory/timer/asio.hpp): posted to any Asio executor.
+/// Any other executor (a thread pool, an event loop) implements execute().
 #pragma once
 
 #include <condition_variable>
@@ -22,33 +23,39 @@
 #include <thread>
 #include <vector>
 
+#include "purgatory/timer/export.hpp"
 #include "purgatory/timer/timer_task.hpp"
 
 namespace purgatory {
 
-// Receives the exceptions that escape TimerTask::run(). Thread-safe (called from executors).
+/// Receives the exceptions that escape TimerTask::run(). Thread-safe (called from executors).
 using TaskErrorHandler = std::function<void(const TimerTask& task, std::exception_ptr error)>;
 
-// Expired tasks, ready to run. Move-only. run_all() runs each task unless its run was withdrawn
-// meanwhile (cancel(), or the task re-added to a new deadline): that decision and the start of
-// the run are one atomic step, so a run and a successful cancel() never both happen.
-// Destroying a batch without running it drops those runs (the tasks are then neither run nor
-// cancelled): executors must not do that except when the process shuts down.
-// Thread-compatible: one thread runs a batch.
-class ExpiredBatch {
+/// Expired tasks, ready to run. Move-only. run_all() runs each task unless its run was withdrawn
+/// meanwhile (cancel(), or the task re-added to a new deadline): that decision and the start of
+/// the run are one atomic step, so a run and a successful cancel() never both happen.
+/// Destroying a batch without running it drops those runs (the tasks are then neither run nor
+/// cancelled): executors must not do that except when the process shuts down.
+/// Thread-compatible: one thread runs a batch.
+class PURGATORY_TIMER_EXPORT ExpiredBatch {
  public:
+  /// An empty batch.
   ExpiredBatch() = default;
+  /// Moves another batch's runs into a new batch.
   ExpiredBatch(ExpiredBatch&&) noexcept = default;
+  /// Replaces this batch's runs with another's; runs it held are dropped, as by its destruction.
   ExpiredBatch& operator=(ExpiredBatch&&) noexcept = default;
   ~ExpiredBatch() = default;
 
-  // Runs the tasks on the calling thread, then empties the batch (its memory is kept for reuse).
-  // Order: a task whose deadline falls in an earlier tick runs before one of a later tick; tasks
-  // due in the same tick run in no particular order. Never throws: an exception from a task goes
-  // to the timer's TaskErrorHandler.
+  /// Runs the tasks on the calling thread, then empties the batch (its memory is kept for reuse).
+  /// Order: a task whose deadline falls in an earlier tick runs before one of a later tick; tasks
+  /// due in the same tick run in no particular order. Never throws: an exception from a task goes
+  /// to the timer's TaskErrorHandler.
   void run_all() noexcept;
 
+  /// Runs held (each a task due, unless withdrawn since).
   [[nodiscard]] std::size_t size() const noexcept { return jobs_.size(); }
+  /// Whether the batch holds no run.
   [[nodiscard]] bool empty() const noexcept { return jobs_.empty(); }
 
  private:
@@ -63,35 +70,36 @@ class ExpiredBatch {
   std::shared_ptr<const TaskErrorHandler> on_error_;
 };
 
-// An executor for expired tasks. Implementations are thread-safe.
-class Executor {
+/// An executor for expired tasks. Implementations are thread-safe.
+class PURGATORY_TIMER_EXPORT Executor {
  public:
   virtual ~Executor() = default;
-  // Arranges for batch.run_all() to be called once: now, or later after moving the batch out.
-  // Called without any timer lock held.
+  /// Arranges for batch.run_all() to be called once: now, or later after moving the batch out.
+  /// Called without any timer lock held.
   virtual void execute(ExpiredBatch& batch) = 0;
-  // Called once by SystemTimer::close() on the executor the timer created itself: runs what is
-  // already queued, then releases resources. Batches given after that run on the caller's thread.
+  /// Called once by SystemTimer::close() on the executor the timer created itself: runs what is
+  /// already queued, then releases resources. Batches given after that run on the caller's thread.
   virtual void shutdown() {}
 };
 
-// Runs batches on the calling thread. Thread-safe (stateless).
-class InlineExecutor final : public Executor {
+/// Runs batches on the calling thread. Thread-safe (stateless).
+class PURGATORY_TIMER_EXPORT InlineExecutor final : public Executor {
  public:
   void execute(ExpiredBatch& batch) override { batch.run_all(); }
 };
 
-// One worker thread with a FIFO queue. Thread-safe.
-class ThreadExecutor final : public Executor {
+/// One worker thread with a FIFO queue. Thread-safe.
+class PURGATORY_TIMER_EXPORT ThreadExecutor final : public Executor {
  public:
-  // `name` becomes the thread's name (truncated to the 15 characters Linux keeps).
+  /// `name` becomes the thread's name (truncated to the 15 characters Linux keeps).
   explicit ThreadExecutor(std::string name = "timer-exec");
   ~ThreadExecutor() override;
   ThreadExecutor(const ThreadExecutor&) = delete;
   ThreadExecutor& operator=(const ThreadExecutor&) = delete;
 
   void execute(ExpiredBatch& batch) override;
-  // Runs every queued batch, then joins the thread. Idempotent. Must not be called from the worker.
+  /// Runs every queued batch, then joins the thread. Idempotent. Must not be called from the
+  /// worker.
   void shutdown() override;
 
  private:

@@ -1,28 +1,31 @@
-// PeriodicTask: a task that runs again and again on a SystemTimer.
-//
-// Two schedules:
-//   - fixed rate: run k is due at first_deadline + k * period, whatever each run cost;
-//   - fixed delay: each run is due `period` after the previous run *finished*.
-// Runs of one task never overlap: the next run is scheduled when the current one ends. That holds
-// for start() too: called during a run (from the run itself, or from another thread), it does not
-// schedule a run beside it; the run in progress schedules the new schedule's first run when it
-// ends (at once if that run's deadline has passed by then).
-//
-// Missed runs (the process stalled, or the executor fell behind) follow one rule: the late run
-// happens once, as soon as possible, and the deadlines missed meanwhile are skipped; the next run
-// is due at the first deadline of the fixed-rate grid at or after the end of the late run (a run
-// that lasts exactly one period is followed at once, on time). Nothing runs twice
-// to "catch up", and no run is ever early.
-//
-// cancel() stops all future runs: a run whose turn comes after cancel() was called does not call
-// run_once() (each run checks, under the task's lock, that it was not cancelled before starting).
-// A run that had already started when cancel() was called finishes, and cancel() then returns
-// false. It is safe to cancel from inside the task's own run.
-//
-//   auto beat = purgatory::make_periodic([] { send_heartbeat(); });
-//   beat->start(timer, 0ms, 100ms, purgatory::PeriodicTask::Mode::fixed_rate);
-//   ...
-//   beat->cancel();
+/// @file
+/// PeriodicTask: a task that runs again and again on a SystemTimer.
+///
+/// Two schedules:
+///   - fixed rate: run k is due at first_deadline + k * period, whatever each run cost;
+///   - fixed delay: each run is due `period` after the previous run *finished*.
+/// Runs of one task never overlap: the next run is scheduled when the current one ends. That holds
+/// for start() too: called during a run (from the run itself, or from another thread), it does not
+/// schedule a run beside it; the run in progress schedules the new schedule's first run when it
+/// ends (at once if that run's deadline has passed by then).
+///
+/// Missed runs (the process stalled, or the executor fell behind) follow one rule: the late run
+/// happens once, as soon as possible, and the deadlines missed meanwhile are skipped; the next run
+/// is due at the first deadline of the fixed-rate grid at or after the end of the late run (a run
+/// that lasts exactly one period is followed at once, on time). Nothing runs twice
+/// to "catch up", and no run is ever early.
+///
+/// cancel() stops all future runs: a run whose turn comes after cancel() was called does not call
+/// run_once() (each run checks, under the task's lock, that it was not cancelled before starting).
+/// A run that had already started when cancel() was called finishes, and cancel() then returns
+/// false. It is safe to cancel from inside the task's own run.
+///
+/// @code
+///   auto beat = purgatory::make_periodic([] { send_heartbeat(); });
+///   beat->start(timer, 0ms, 100ms, purgatory::PeriodicTask::Mode::fixed_rate);
+///   ...
+///   beat->cancel();
+/// @endcode
 #pragma once
 
 #include <atomic>
@@ -31,34 +34,40 @@
 #include <type_traits>
 #include <utility>
 
+#include "purgatory/timer/export.hpp"
 #include "purgatory/timer/system_timer.hpp"
 #include "purgatory/timer/timer_task.hpp"
 
 namespace purgatory {
 
-// Thread-safe: start() and cancel() may be called from any thread, including from the task's
-// own run. Subclasses implement run_once().
-class PeriodicTask : public TimerTask {
+/// A task that runs again and again, at a fixed rate or with a fixed delay (see the overview).
+/// Thread-safe: start() and cancel() may be called from any thread, including from the task's
+/// own run. Subclasses implement run_once().
+class PURGATORY_TIMER_EXPORT PeriodicTask : public TimerTask {
  public:
-  enum class Mode { fixed_rate, fixed_delay };
+  /// The two schedules (see the file's overview).
+  enum class Mode {
+    fixed_rate,   ///< run k is due at the first deadline + k * period
+    fixed_delay,  ///< each run is due `period` after the previous run finished
+  };
 
-  // Schedules the first run `initial_delay` from now on `timer` (<= 0: at once), then one run
-  // every `period`. Starting a task that is already scheduled restarts it with the new schedule.
-  // During a run, the first run of the new schedule is scheduled when that run ends (see the top;
-  // is_pending() is false until then, and a timer refusing that add then ends the schedule, as
-  // for any later run).
-  // Throws std::invalid_argument, naming the value, for a period <= 0 or above
-  // SystemTimer::kMaxDelay, or an initial delay above kMaxDelay or whose deadline overflows the
-  // clock (the task is then left as it was); and what SystemTimer::add() throws.
+  /// Schedules the first run `initial_delay` from now on `timer` (<= 0: at once), then one run
+  /// every `period`. Starting a task that is already scheduled restarts it with the new schedule.
+  /// During a run, the first run of the new schedule is scheduled when that run ends (see the top;
+  /// is_pending() is false until then, and a timer refusing that add then ends the schedule, as
+  /// for any later run).
+  /// Throws std::invalid_argument, naming the value, for a period <= 0 or above
+  /// SystemTimer::kMaxDelay, or an initial delay above kMaxDelay or whose deadline overflows the
+  /// clock (the task is then left as it was); and what SystemTimer::add() throws.
   void start(SystemTimer& timer, Nanos initial_delay, Nanos period, Mode mode);
 
-  // Runs completed so far.
+  /// Runs completed so far.
   [[nodiscard]] std::uint64_t run_count() const noexcept {
     return runs_.load(std::memory_order_acquire);
   }
 
  protected:
-  // The work of one run. An exception escaping it is reported by the timer; the schedule goes on.
+  /// The work of one run. An exception escaping it is reported by the timer; the schedule goes on.
   virtual void run_once() = 0;
 
  private:
@@ -85,9 +94,11 @@ class PeriodicTask : public TimerTask {
   std::atomic<std::uint64_t> runs_{0};
 };
 
+/// The PeriodicTask make_periodic() builds: each run calls `f`.
 template <class F>
 class CallablePeriodicTask final : public PeriodicTask {
  public:
+  /// A task whose runs call `f`.
   explicit CallablePeriodicTask(F f) : f_(std::move(f)) {}
 
  protected:
@@ -97,7 +108,7 @@ class CallablePeriodicTask final : public PeriodicTask {
   F f_;
 };
 
-// make_periodic(callable): a PeriodicTask calling `f`; start() it on a timer.
+/// make_periodic(callable): a PeriodicTask calling `f`; start() it on a timer.
 template <class F>
 requires std::is_invocable_v < std::decay_t<F>
 & > boost::intrusive_ptr<PeriodicTask> make_periodic(F&& f) {

@@ -1,22 +1,25 @@
-// TimerTask: what a user schedules on a SystemTimer.
-//
-// The task *is* its own wheel entry (the Linux timer_list idea): it carries the intrusive links of
-// the bucket list it sits in, so scheduling it into the wheel allocates nothing, cancel() unlinks
-// it in O(1), and rescheduling moves it between buckets in place. Library memory per pending task
-// is sizeof(TimerTask) (56 bytes on x86-64, checked by a test) plus a share of the bucket headers,
-// which do not grow with the number of tasks.
-//
-// Tasks are reference counted (boost::intrusive_ptr): the timer holds a reference while the
-// task is scheduled or waiting for its executor, so a caller may drop its own reference right
-// after add() ("fire and forget"), and a running task is never destroyed under the executor.
-// The count shares one atomic word with the task's scheduling state, so that add() (state to
-// scheduled, plus the timer's reference) and cancel() (state to idle, minus it) are one atomic
-// operation each instead of two: the add+cancel path is made of little else.
-//
-// Two ways to write one:
-//   class Flush : public purgatory::TimerTask { void run() override { ... } };
-//   auto t = boost::intrusive_ptr<Flush>(new Flush);        // or purgatory::make_task<Flush>()
-//   auto u = purgatory::make_task([] { std::puts("fired"); });  // any callable
+/// @file
+/// TimerTask: what a user schedules on a SystemTimer.
+///
+/// The task *is* its own wheel entry (the Linux timer_list idea): it carries the intrusive links of
+/// the bucket list it sits in, so scheduling it into the wheel allocates nothing, cancel() unlinks
+/// it in O(1), and rescheduling moves it between buckets in place. Library memory per pending task
+/// is sizeof(TimerTask) (56 bytes on x86-64, checked by a test) plus a share of the bucket headers,
+/// which do not grow with the number of tasks.
+///
+/// Tasks are reference counted (boost::intrusive_ptr): the timer holds a reference while the
+/// task is scheduled or waiting for its executor, so a caller may drop its own reference right
+/// after add() ("fire and forget"), and a running task is never destroyed under the executor.
+/// The count shares one atomic word with the task's scheduling state, so that add() (state to
+/// scheduled, plus the timer's reference) and cancel() (state to idle, minus it) are one atomic
+/// operation each instead of two: the add+cancel path is made of little else.
+///
+/// Two ways to write one:
+/// @code
+///   class Flush : public purgatory::TimerTask { void run() override { ... } };
+///   auto t = boost::intrusive_ptr<Flush>(new Flush);        // or purgatory::make_task<Flush>()
+///   auto u = purgatory::make_task([] { std::puts("fired"); });  // any callable
+/// @endcode
 #pragma once
 
 #include <atomic>
@@ -29,6 +32,7 @@
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 
 #include "purgatory/timer/detail/task_pool.hpp"
+#include "purgatory/timer/export.hpp"
 
 namespace purgatory {
 
@@ -40,44 +44,46 @@ namespace detail {
 struct TimerBase;
 }
 
-// Thread-safe: cancel() and is_pending() may be called from any thread, including from the task's
-// own run(). A task belongs to at most one timer at a time.
-class TimerTask {
+/// What a user schedules on a SystemTimer: derive and override run(), or use make_task().
+/// Thread-safe: cancel() and is_pending() may be called from any thread, including from the task's
+/// own run(). A task belongs to at most one timer at a time.
+class PURGATORY_TIMER_EXPORT TimerTask {
  public:
   TimerTask() = default;
   TimerTask(const TimerTask&) = delete;
   TimerTask& operator=(const TimerTask&) = delete;
   virtual ~TimerTask() = default;
 
-  // Stops the run that is pending. Returns true when this call stopped it: the task will not run
-  // for that schedule. Returns false when nothing was pending: never scheduled, already cancelled,
-  // or its run has already started (then the run completes normally). Exactly one of "the run
-  // happens" and "cancel() returned true" holds for every schedule. O(1).
+  /// Stops the run that is pending. Returns true when this call stopped it: the task will not run
+  /// for that schedule. Returns false when nothing was pending: never scheduled, already cancelled,
+  /// or its run has already started (then the run completes normally). Exactly one of "the run
+  /// happens" and "cancel() returned true" holds for every schedule. O(1).
   bool cancel() noexcept;
 
-  // True from add() until the run starts, is cancelled, or is handed back by close().
+  /// True from add() until the run starts, is cancelled, or is handed back by close().
   [[nodiscard]] bool is_pending() const noexcept { return phase_of(state()) != kIdle; }
 
-  // References held (by boost::intrusive_ptr), the timer's included. For tests and diagnostics.
+  /// References held (by boost::intrusive_ptr), the timer's included. For tests and diagnostics.
   [[nodiscard]] std::uint32_t use_count() const noexcept {
     return refs_of(word_.load(std::memory_order_relaxed));
   }
 
-  // boost::intrusive_ptr's hooks (found by argument-dependent lookup for every derived class).
+  /// boost::intrusive_ptr's hooks (found by argument-dependent lookup for every derived class).
   friend void intrusive_ptr_add_ref(const TimerTask* task) noexcept {
     task->word_.fetch_add(kOneRef, std::memory_order_relaxed);
   }
+  /// Drops a reference; the last one deletes the task (the timer's, if it holds the last).
   friend void intrusive_ptr_release(const TimerTask* task) noexcept {
     if (refs_of(task->word_.fetch_sub(kOneRef, std::memory_order_acq_rel)) == 1) delete task;
   }
 
  protected:
-  // The work. Runs on the timer's executor, never before the deadline. An exception escaping it is
-  // caught and reported by the timer; the timer keeps running.
+  /// The work. Runs on the timer's executor, never before the deadline. An exception escaping it is
+  /// caught and reported by the timer; the timer keeps running.
   virtual void run() = 0;
 
-  // Called at the start of every cancel(), before the pending run is looked at (PeriodicTask uses
-  // it to stop future runs even when cancel() meets a run in progress). Must not block for long.
+  /// Called at the start of every cancel(), before the pending run is looked at (PeriodicTask uses
+  /// it to stop future runs even when cancel() meets a run in progress). Must not block for long.
   virtual void on_cancel() noexcept {}
 
  private:
@@ -145,9 +151,10 @@ class TimerTask {
   std::atomic<std::uintptr_t> base_{0};
 };
 
+/// An owning reference to a task (what close() and drain() hand back).
 using TaskRef = boost::intrusive_ptr<TimerTask>;
 
-// Builds a task of type T (derived from TimerTask) and returns an owning reference.
+/// Builds a task of type T (derived from TimerTask) and returns an owning reference.
 template <class T, class... Args>
 requires std::is_base_of_v<TimerTask, T> boost::intrusive_ptr<T> make_task(Args&&... args) {
   return boost::intrusive_ptr<T>(new T(std::forward<Args>(args)...));
@@ -164,13 +171,15 @@ struct PoolAllocated {
 struct HeapAllocated {};
 }  // namespace detail
 
-// A task that calls a callable. The callable is stored inline: one allocation per task, from a
-// per-thread pool (detail/task_pool.hpp) unless the callable is over-aligned.
+/// A task that calls a callable. The callable is stored inline: one allocation per task, from a
+/// per-thread pool (detail/task_pool.hpp) unless the callable is over-aligned.
 template <class F>
-class CallableTask final : public TimerTask,
-                           public std::conditional_t<alignof(F) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
-                                                     detail::PoolAllocated, detail::HeapAllocated> {
+class CallableTask final
+    : public TimerTask,
+      public std::conditional_t<(alignof(F) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__),
+                                detail::PoolAllocated, detail::HeapAllocated> {
  public:
+  /// A task whose run calls `f`.
   explicit CallableTask(F f) : f_(std::move(f)) {}
 
  protected:
@@ -180,7 +189,7 @@ class CallableTask final : public TimerTask,
   F f_;
 };
 
-// make_task(callable): the common case, no subclass needed.
+/// make_task(callable): the common case, no subclass needed.
 template <class F>
 requires std::is_invocable_v < std::decay_t<F>
 & > TaskRef make_task(F&& f) {

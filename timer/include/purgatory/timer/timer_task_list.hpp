@@ -1,14 +1,15 @@
-// TimerTaskList: one bucket of a timing wheel, holding its tasks in intrusive doubly-linked lists.
-//
-// Adding a task that already sits in another list moves it (Kafka's rule: a task is in at most one
-// bucket, so re-adding never makes it run twice). Every list of one wheel shares a counter, so the
-// wheel knows how many tasks it holds without walking the buckets.
-//
-// Why striped: expiring a bucket walks its tasks, and tasks live wherever the allocator put them,
-// so each step of one linked list is a cache miss that cannot start before the previous one ends.
-// A bucket therefore spreads its tasks round-robin over kStripes lists and pop() takes from them
-// in turn, prefetching each list's next task: up to kStripes misses are in flight at once. The
-// order within a bucket (all due at the same tick) is not preserved, nor needed.
+/// @file
+/// TimerTaskList: one bucket of a timing wheel, holding its tasks in intrusive doubly-linked lists.
+///
+/// Adding a task that already sits in another list moves it (Kafka's rule: a task is in at most one
+/// bucket, so re-adding never makes it run twice). Every list of one wheel shares a counter, so the
+/// wheel knows how many tasks it holds without walking the buckets.
+///
+/// Why striped: expiring a bucket walks its tasks, and tasks live wherever the allocator put them,
+/// so each step of one linked list is a cache miss that cannot start before the previous one ends.
+/// A bucket therefore spreads its tasks round-robin over kStripes lists and pop() takes from them
+/// in turn, prefetching each list's next task: up to kStripes misses are in flight at once. The
+/// order within a bucket (all due at the same tick) is not preserved, nor needed.
 #pragma once
 
 #include <cassert>
@@ -22,20 +23,23 @@
 
 namespace purgatory {
 
-// Thread-compatible: the owner (SystemTimer, under its mutex) serializes every call.
+/// One bucket of a timing wheel: its tasks, striped over intrusive lists.
+/// Thread-compatible: the owner (SystemTimer, under its mutex) serializes every call.
 class TimerTaskList {
  public:
+  /// The expiration() of a bucket not in use.
   static constexpr std::int64_t kNoExpiration = std::numeric_limits<std::int64_t>::min();
+  /// Lists a bucket spreads its tasks over (see the file's overview).
   static constexpr unsigned kStripes = 8;
 
-  // `shared_counter` (may be null) is incremented and decremented with this list's size.
+  /// `shared_counter` (may be null) is incremented and decremented with this list's size.
   explicit TimerTaskList(std::size_t* shared_counter = nullptr) noexcept
       : counter_(shared_counter) {}
   TimerTaskList(const TimerTaskList&) = delete;
   TimerTaskList& operator=(const TimerTaskList&) = delete;
   ~TimerTaskList() { assert(size_ == 0 && "a bucket must be empty when destroyed"); }
 
-  // Appends `task`; if it is in another list (or this one) it is removed from there first.
+  /// Appends `task`; if it is in another list (or this one) it is removed from there first.
   void add(TimerTask& task) noexcept {
     if (task.list_ != nullptr) task.list_->remove(task);
     stripes_[next_stripe_++ % kStripes].push_back(task);
@@ -44,7 +48,7 @@ class TimerTaskList {
     if (counter_ != nullptr) ++*counter_;
   }
 
-  // Unlinks `task`, which must be in this list. O(1).
+  /// Unlinks `task`, which must be in this list. O(1).
   void remove(TimerTask& task) noexcept {
     assert(task.list_ == this);
     task.hook_.unlink();
@@ -53,8 +57,8 @@ class TimerTaskList {
     if (counter_ != nullptr) --*counter_;
   }
 
-  // Unlinks and returns one task, or null when empty. Successive calls take from each stripe in
-  // turn and prefetch the stripe's next task, so a walk over a large bucket overlaps its misses.
+  /// Unlinks and returns one task, or null when empty. Successive calls take from each stripe in
+  /// turn and prefetch the stripe's next task, so a walk over a large bucket overlaps its misses.
   TimerTask* pop() noexcept {
     if (size_ == 0) return nullptr;
     for (unsigned i = 0; i < kStripes; ++i) {
@@ -72,8 +76,8 @@ class TimerTaskList {
     return nullptr;
   }
 
-  // Removes every task, calling fn(TimerTask&) on each after it is unlinked. fn may add the task
-  // to any list, except this one (it would be popped again).
+  /// Removes every task, calling fn(TimerTask&) on each after it is unlinked. fn may add the task
+  /// to any list, except this one (it would be popped again).
   template <class F>
   void flush(F&& fn) {
     expiration_ = kNoExpiration;
@@ -81,6 +85,7 @@ class TimerTaskList {
       fn(*task);
   }
 
+  /// Calls fn(const TimerTask&) on every task, in no particular order, unlinking none.
   template <class F>
   void for_each(F&& fn) const {
     for (const List& stripe : stripes_) {
@@ -88,6 +93,7 @@ class TimerTaskList {
         fn(t);
     }
   }
+  /// As for_each(), with fn(TimerTask&); fn must not add or remove tasks of this list.
   template <class F>
   void for_each_mutable(F&& fn) {
     for (List& stripe : stripes_) {
@@ -96,12 +102,14 @@ class TimerTaskList {
     }
   }
 
+  /// Tasks in the list.
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// Whether the list holds no task.
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
 
-  // The wheel time at which this bucket is due (kNoExpiration when unused).
+  /// The wheel time at which this bucket is due (kNoExpiration when unused).
   [[nodiscard]] std::int64_t expiration() const noexcept { return expiration_; }
-  // Returns true when the value changed (the bucket was reused for a new round).
+  /// Returns true when the value changed (the bucket was reused for a new round).
   bool set_expiration(std::int64_t e) noexcept {
     const bool changed = expiration_ != e;
     expiration_ = e;

@@ -27,6 +27,8 @@
 
 #include <cstddef>
 
+#include "purgatory/timer/export.hpp"
+
 #if defined(__SANITIZE_ADDRESS__)
 #define PURGATORY_TASK_POOL_OFF 1
 #elif defined(__has_feature)
@@ -47,13 +49,13 @@ inline constexpr std::size_t kMaxPooled = 512;
 
 // `size` bytes, aligned for any object of at most alignof(std::max_align_t). Throws
 // std::bad_alloc.
-[[nodiscard]] void* pool_allocate(std::size_t size);
+[[nodiscard]] PURGATORY_TIMER_EXPORT void* pool_allocate(std::size_t size);
 // Gives back a block from pool_allocate(size), with the same size.
-void pool_deallocate(void* block, std::size_t size) noexcept;
+PURGATORY_TIMER_EXPORT void pool_deallocate(void* block, std::size_t size) noexcept;
 // Bytes of slabs mapped now, over all threads (0 when the pool is off). For tests and diagnostics.
-[[nodiscard]] std::size_t pool_mapped_bytes() noexcept;
+[[nodiscard]] PURGATORY_TIMER_EXPORT std::size_t pool_mapped_bytes() noexcept;
 // Blocks allocated so far by threads whose own heap had ended (they were exiting), from the shared
 // heap that serves them (0 when the pool is off). For tests and diagnostics.
-[[nodiscard]] std::size_t pool_orphan_allocations() noexcept;
+[[nodiscard]] PURGATORY_TIMER_EXPORT std::size_t pool_orphan_allocations() noexcept;
 
 }  // namespace purgatory::detail

@@ -8,11 +8,13 @@
 
 #include <cstdint>
 
+#include "purgatory/timer/export.hpp"
+
 namespace purgatory::detail {
 
 // The calling thread's slot (assigned on first use).
-std::uint32_t timer_thread_slot() noexcept;
+PURGATORY_TIMER_EXPORT std::uint32_t timer_thread_slot() noexcept;
 // Sets the calling thread's slot (tests: to pick the base a single thread adds to).
-void set_timer_thread_slot(std::uint32_t slot) noexcept;
+PURGATORY_TIMER_EXPORT void set_timer_thread_slot(std::uint32_t slot) noexcept;
 
 }  // namespace purgatory::detail
