@@ -158,6 +158,24 @@ std::size_t ahead_pace(const TimingWheel::AheadWork& w, std::int64_t last,
 
 // ---- TimerTask ---------------------------------------------------------------------------------
 
+detail::TimerBase* TimerTask::base_of_place(std::uintptr_t place) noexcept {
+  static_assert(alignof(TimerTaskList) > kPlaceBits && alignof(detail::TimerBase) > kPlaceBits,
+                "a task's place keeps its tags in the low bits of a bucket's or base's address");
+  const std::uintptr_t address = place & ~kPlaceBits;
+  if ((place & kBaseTag) != 0) return reinterpret_cast<detail::TimerBase*>(address);
+  // A bucket this task is or was in: its base is fixed for the bucket's life (the timer's).
+  return address == 0 ? nullptr : reinterpret_cast<const TimerTaskList*>(address)->base_;
+}
+
+detail::TimerBase* TimerTask::holding_base() const noexcept {
+  const std::uintptr_t place = place_.load(std::memory_order_acquire);
+  return (place & kRetired) != 0 ? nullptr : base_of_place(place);
+}
+
+detail::TimerBase* TimerTask::last_base() const noexcept {
+  return base_of_place(place_.load(std::memory_order_acquire));
+}
+
 bool TimerTask::cancel() noexcept {
   on_cancel();
   std::uint64_t w = word_.load(std::memory_order_acquire);
@@ -373,9 +391,10 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
         continue;
       }
       PURGATORY_RACE_POINT("SystemTimer::schedule: taken, before storing its base");
-      // Scheduled, its base marked retired: a cancel() or add() meanwhile yields until this
+      // Scheduled, its place marked retired: a cancel() or add() meanwhile yields until this
       // store (one store, not a second read-modify-write of word_ through a linking phase).
-      t.base_.store(reinterpret_cast<std::uintptr_t>(&base), std::memory_order_release);
+      t.place_.store(reinterpret_cast<std::uintptr_t>(&base) | TimerTask::kBaseTag,
+                     std::memory_order_release);
     }
     if (enters_wheel && base.wheel.add(t, expiration)) {
       ++base.pending;

@@ -213,8 +213,8 @@ class SystemTimer final : private ClockWaiter {
   // Before a scheduled task leaves that state (under its base's lock): its base becomes the last
   // one, so that a reader who sees the task scheduled again waits for the next add's store.
   static void retire_base(TimerTask& task) noexcept {
-    task.base_.store(task.base_.load(std::memory_order_relaxed) | TimerTask::kRetired,
-                     std::memory_order_relaxed);
+    task.place_.store(task.place_.load(std::memory_order_relaxed) | TimerTask::kRetired,
+                      std::memory_order_relaxed);
   }
   // Expires what is due at `now` in every base, a batch per base in turn, and cascades ahead of
   // time between batches. Returns whether anything was due.
