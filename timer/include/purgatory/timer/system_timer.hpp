@@ -193,8 +193,9 @@ class SystemTimer final : private ClockWaiter {
   friend class TimerTask;
 
   void on_clock_advanced() noexcept override;
-  // Cancels a task scheduled in `base`. Returns whether it was still there.
-  bool cancel_scheduled(TimerTask& task, detail::TimerBase& base) noexcept;
+  // Cancels a task scheduled in `base`, at `place` (its TimerTask::place_ as read before). Returns
+  // whether it was still there (false too if it moved meanwhile, even within `base`).
+  bool cancel_scheduled(TimerTask& task, detail::TimerBase& base, std::uintptr_t place) noexcept;
   // Deadline (clock time) -> wheel expiration, rounded up to the tick; -1 when due at `now`.
   [[nodiscard]] std::int64_t expiration_for(std::int64_t now, std::int64_t delay) const;
   // add()/reschedule(): links `task` for `expiration` (-1: run at once). With only_if_pending, an
