@@ -9,6 +9,7 @@
 #include <new>
 #include <utility>
 
+#include "purgatory/timer/detail/race_point.hpp"
 #include "purgatory/timer/detail/task_pool.hpp"
 
 #include <fmt/core.h>
@@ -111,6 +112,7 @@ void PurgatoryState::enter_finishing(RunningFinish& running, std::uint32_t slot)
 void PurgatoryState::leave_finishing(RunningFinish& running) noexcept {
   t_running = running.outer;
   finishing_[running.slot].done.fetch_add(1);  // the last access to *this (see the class)
+  PURGATORY_RACE_POINT("PurgatoryState::leave_finishing: counted, before waking a shutdown");
   wake_waiting_shutdowns();
 }
 
@@ -128,6 +130,7 @@ void PurgatoryState::wait_finished(const std::uint64_t* decided) noexcept {
     }
     for (;;) {
       const std::uint32_t epoch = g_finish_epoch.load();
+      PURGATORY_RACE_POINT("PurgatoryState::wait_finished: epoch read, before the counts");
       const std::uint64_t expected = decided[slot] + finishing_[slot].held.load();
       if (finishing_[slot].done.load() + own >= expected) break;
       g_finish_epoch.wait(epoch);
@@ -156,34 +159,18 @@ void PurgatoryState::report_error(const DelayedOperation& op, std::exception_ptr
   }
 }
 
-void PurgatoryState::account(Outcome outcome, Nanos since) noexcept {
-  switch (outcome) {
-    case Outcome::pending:  // cancelled: handed back undecided, so no waiting time either
-      cancelled_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    case Outcome::completed:
-      completed_.fetch_add(1, std::memory_order_relaxed);
-      break;
-    case Outcome::expired:
-      expired_.fetch_add(1, std::memory_order_relaxed);
-      break;
-    case Outcome::shut_down:
-      shut_down_total_.fetch_add(1, std::memory_order_relaxed);
-      break;
-  }
+void PurgatoryState::record_wait(Nanos since) noexcept {
   waited_.record(clock_->now() - since);
 }
 
-void PurgatoryState::account_unwatched(Outcome outcome) noexcept {
-  account(outcome, clock_->now());
+void PurgatoryState::account_unwatched_completion() noexcept {
+  completed_unwatched_.fetch_add(1, std::memory_order_relaxed);
+  waited_.record(Nanos::zero());
 }
 
 void PurgatoryState::fill(PurgatoryMetrics& m) const {
   m.name = name_;
-  m.completed_total = completed_.load(std::memory_order_relaxed);
-  m.expired_total = expired_.load(std::memory_order_relaxed);
-  m.shut_down_total = shut_down_total_.load(std::memory_order_relaxed);
-  m.cancelled_total = cancelled_.load(std::memory_order_relaxed);
+  m.completed_total = completed_unwatched_.load(std::memory_order_relaxed);
   m.waited = waited_.summary();
   m.waited_histogram = waited_.snapshot();
 }

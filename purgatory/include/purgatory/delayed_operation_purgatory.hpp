@@ -41,6 +41,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -111,7 +112,7 @@ class DelayedOperationPurgatory {
     if (op->was_watched()) throw OperationAlreadyWatched(state_->name());
     const DistinctKeys distinct = distinct_keys(keys);
     const Watch watched = watch(op, std::span<const Key* const>(distinct.data(), distinct.size()));
-    if (watched == Watch::completed_unwatched) state_->account_unwatched(Outcome::completed);
+    if (watched == Watch::completed_unwatched) state_->account_unwatched_completion();
     return watched == Watch::completed_unwatched || watched == Watch::completed_watched;
   }
   bool try_complete_else_watch(const OperationRef& op, std::initializer_list<Key> keys) {
@@ -190,6 +191,13 @@ class DelayedOperationPurgatory {
     state_->fill(m);
     m.watched = watched();
     m.delayed = num_delayed();
+    for (std::size_t i = 0; i <= mask_; ++i) {
+      const auto& counts = shards_[i].outcomes;
+      m.cancelled_total += counts[static_cast<std::size_t>(Outcome::pending)].load(kRelaxed);
+      m.completed_total += counts[static_cast<std::size_t>(Outcome::completed)].load(kRelaxed);
+      m.expired_total += counts[static_cast<std::size_t>(Outcome::expired)].load(kRelaxed);
+      m.shut_down_total += counts[static_cast<std::size_t>(Outcome::shut_down)].load(kRelaxed);
+    }
     return m;
   }
 
@@ -234,7 +242,9 @@ class DelayedOperationPurgatory {
     std::vector<std::uint64_t> decided(mask_ + 1);
     for (std::size_t i = 0; i <= mask_; ++i) {
       const std::lock_guard<detail::AdaptiveMutex> lock(shards_[i].mu);
-      decided[i] = shards_[i].decided.load(std::memory_order_relaxed);
+      for (const Outcome o : {Outcome::completed, Outcome::expired, Outcome::shut_down}) {
+        decided[i] += shards_[i].outcomes[static_cast<std::size_t>(o)].load(kRelaxed);
+      }
     }
     state_->wait_finished(decided.data());
   }
@@ -283,6 +293,7 @@ class DelayedOperationPurgatory {
 
  private:
   using Access = detail::OperationAccess;
+  static constexpr auto kRelaxed = std::memory_order_relaxed;
   using Ops = boost::container::small_vector<OperationRef, 8>;
   static constexpr std::size_t kMinShrinkBuckets = 1024;
   static constexpr std::size_t kRecentSlots = 64;
@@ -296,9 +307,10 @@ class DelayedOperationPurgatory {
         entries;                          // guarded by mu
     bool closed = false;                  // guarded by mu
     std::atomic<std::size_t> watched{0};  // written under mu
-    // Operations decided (not cancelled) whose first key is here, so far: shutdown() waits until
-    // as many have finished (PurgatoryState). Counted under mu, as the first node is unlinked.
-    std::atomic<std::uint64_t> decided{0};  // written under mu
+    // Outcomes of the operations whose first key is here, so far, by Outcome (pending: cancelled):
+    // metrics(), and shutdown() waits until as many decided ones have finished (PurgatoryState).
+    // Counted as the first node is unlinked, under the lock that takes anyway.
+    std::array<std::atomic<std::uint64_t>, 4> outcomes{};  // written under mu
     // Operations whose first key is here: counting per shard, under a lock already held, keeps
     // the adding and the completing threads off one shared counter.
     std::atomic<std::size_t> delayed{0};  // written under mu
@@ -318,16 +330,17 @@ class DelayedOperationPurgatory {
         : PurgatoryState(std::move(name), std::move(on_error), clock, shards), owner_(&owner) {}
 
     void unwatch(DelayedOperation& op, Outcome outcome) noexcept override {
-      const bool decided = outcome != Outcome::pending;
-      // A decision is counted in the first key's shard as its node leaves it: shutdown() finds
+      // The outcome is counted in the first key's shard as its node leaves it: shutdown() finds
       // the operation in a list or waits for it.
-      if (decided) Access::set_registry_slot(op, detail::list_of(Access::node(op, 0))->shard);
+      if (outcome != Outcome::pending) {
+        Access::set_registry_slot(op, detail::list_of(Access::node(op, 0))->shard);
+      }
       const std::uint32_t keys = Access::key_count(op);
       for (std::uint32_t i = 0; i < keys; ++i) {
-        owner_->unlink(Access::node(op, i), i == 0, decided);
+        owner_->unlink(Access::node(op, i), i == 0 ? std::optional(outcome) : std::nullopt);
       }
       Access::free_nodes(op);
-      account(outcome, Access::watched_since(op));
+      if (outcome != Outcome::pending) record_wait(Access::watched_since(op));
     }
 
    private:
@@ -441,7 +454,7 @@ class DelayedOperationPurgatory {
     const std::uint32_t keys = Access::key_count(op);
     for (std::uint32_t i = 0; i < keys; ++i) {
       detail::WatchNode& node = Access::node(op, i);
-      if (detail::list_of(node) != nullptr) unlink(node, i == 0, /*decided=*/false);
+      if (detail::list_of(node) != nullptr) unlink(node, std::nullopt);
     }
   }
 
@@ -519,18 +532,19 @@ class DelayedOperationPurgatory {
         shard.recent[h & (kRecentSlots - 1)].load(std::memory_order_relaxed));
   }
 
-  // `decided`: the operation's outcome is decided (counted with its first node, see Shard).
-  void unlink(detail::WatchNode& node, bool first, bool decided) noexcept {
+  // `outcome`: given for an operation's first node (which carries its count in `delayed`), of an
+  // operation unwatched with that outcome (pending: cancelled); none for the other nodes and for
+  // a refused watch (which counts nowhere).
+  void unlink(detail::WatchNode& node, std::optional<Outcome> outcome) noexcept {
     detail::WatchList* list = detail::list_of(node);
+    const bool first = !detail::is_extra(node);
     Shard& shard = shards_[list->shard];
     const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
     list->nodes.erase(list->nodes.iterator_to(node));
     detail::set_list(node, nullptr, false);
     bump(shard.watched, -1);
-    if (first) {
-      bump(shard.delayed, -1);
-      if (decided) bump(shard.decided, 1);
-    }
+    if (first) bump(shard.delayed, -1);
+    if (outcome) bump(shard.outcomes[static_cast<std::size_t>(*outcome)], 1);
     if (list->nodes.empty()) {
       std::atomic<detail::WatchList*>& slot = shard.recent[list->recent_slot];
       if (slot.load(std::memory_order_relaxed) == list) {

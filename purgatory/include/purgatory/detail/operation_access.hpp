@@ -65,7 +65,7 @@ struct OperationAccess {
   }
   // The operation a linked node belongs to.
   static DelayedOperation& op_of(WatchNode& node) noexcept {
-    if ((node.watch_list_ & WatchNode::kExtra) != 0) return *static_cast<ExtraWatchNode&>(node).op;
+    if (is_extra(node)) return *static_cast<ExtraWatchNode&>(node).op;
     return static_cast<DelayedOperation&>(node);
   }
   // Requires op's lock and no node linked: frees the nodes; op is no longer watched.

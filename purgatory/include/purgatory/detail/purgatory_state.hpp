@@ -42,11 +42,13 @@ class PurgatoryState : public WatchRegistry {
   // alive until they end. Call after shut_down is set and once nothing is watched.
   void wait_finished(const std::uint64_t* decided) noexcept;
 
-  // Accounts for one operation leaving the purgatory after waiting since `since`.
-  void account(Outcome outcome, Nanos since) noexcept;
+  // Records the wait of a watched operation whose outcome was just decided (the purgatory's
+  // shards count the outcomes themselves).
+  void record_wait(Nanos since) noexcept;
   // Accounts for an operation that completed on its first try, never watched.
-  void account_unwatched(Outcome outcome) noexcept;
-  // Fills everything but the gauges (watched, delayed), which the purgatory's shards hold.
+  void account_unwatched_completion() noexcept;
+  // Fills the name, the waiting times and the completions on a first try; the purgatory adds
+  // the gauges and the outcomes of watched operations, which its shards count.
   void fill(PurgatoryMetrics& m) const;
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
@@ -59,10 +61,7 @@ class PurgatoryState : public WatchRegistry {
   const std::string name_;
   const CallbackErrorHandler on_error_;
   const Clock* const clock_;
-  std::atomic<std::uint64_t> completed_{0};
-  std::atomic<std::uint64_t> expired_{0};
-  std::atomic<std::uint64_t> shut_down_total_{0};
-  std::atomic<std::uint64_t> cancelled_{0};
+  std::atomic<std::uint64_t> completed_unwatched_{0};
   LatencyHistogram waited_;
   struct alignas(64) Finishing {
     std::atomic<std::uint64_t> held{0};  // try_complete() errors held

@@ -47,6 +47,10 @@ struct WatchNode {
 inline WatchList* list_of(const WatchNode& node) noexcept {
   return reinterpret_cast<WatchList*>(node.watch_list_ & ~WatchNode::kExtra);
 }
+// Whether the node is an ExtraWatchNode (of a key after the first). Only while linked.
+inline bool is_extra(const WatchNode& node) noexcept {
+  return (node.watch_list_ & WatchNode::kExtra) != 0;
+}
 inline void set_list(WatchNode& node, WatchList* list, bool extra) noexcept {
   node.watch_list_ = reinterpret_cast<std::uintptr_t>(list) | (extra ? WatchNode::kExtra : 0);
 }
