@@ -129,8 +129,15 @@ bool DelayedOperation::run_try_complete_locked(std::uint8_t reason) noexcept {
     }
     held_ &= static_cast<std::uint8_t>(~kInTryComplete);
     // Only a holder of the lock decides, and we hold it. A check skipped meanwhile (by another
-    // thread, or nested in this try) left a note: honour it before releasing the lock.
+    // thread, or nested in this try) left a note: honour it before releasing the lock. A note this
+    // load misses is served after the release: its writer found the lock held after writing it
+    // (sequentially consistent, as the release is), so the load that follows every last release
+    // (release_last_hold(), check()) sees it.
     if (is_completed()) return true;
+    if (notes_.load(std::memory_order_relaxed) == 0) {
+      PURGATORY_RACE_POINT("DelayedOperation::run_try_complete_locked: no note seen, still held");
+      return false;
+    }
     want = notes_.exchange(0);
     if (want == 0) return false;
   }

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "purgatory/timer/detail/race_point.hpp"
+
 namespace purgatory {
 
 namespace {
@@ -68,6 +70,7 @@ void OperationLock::lock_contended(std::uint64_t me) noexcept {
                                      std::memory_order_relaxed)) {
       continue;
     }
+    PURGATORY_RACE_POINT("OperationLock::lock: marked a sleeper, before the wait");
     word_.wait(w | kSleepers, std::memory_order_relaxed);
   }
 }

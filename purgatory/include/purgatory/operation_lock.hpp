@@ -48,13 +48,16 @@ class OperationLock {
     }
   }
 
+  // Sequentially consistent, as unlock() is: a thread that writes a (sequentially consistent)
+  // note and then finds the lock held knows that the holder, reading the note after its release,
+  // sees it (DelayedOperation's checks rely on it; on x86 this costs nothing more).
   bool try_lock() {
     const std::uint64_t me = detail::lock_thread_number();
-    std::uint64_t w = word_.load(std::memory_order_relaxed);
+    std::uint64_t w = word_.load(std::memory_order_seq_cst);
     if (owner_of(w) == me) return reenter(w, /*or_throw=*/false);
     if (w != 0) return false;
-    return word_.compare_exchange_strong(w, held_once_by(me), std::memory_order_acquire,
-                                         std::memory_order_relaxed);
+    return word_.compare_exchange_strong(w, held_once_by(me), std::memory_order_seq_cst,
+                                         std::memory_order_seq_cst);
   }
 
   // Precondition: held by the calling thread.
@@ -65,7 +68,7 @@ class OperationLock {
       word_.fetch_sub(kOneHold, std::memory_order_relaxed);
       return;
     }
-    if ((word_.exchange(0, std::memory_order_release) & kSleepers) != 0) wake_one();
+    if ((word_.exchange(0, std::memory_order_seq_cst) & kSleepers) != 0) wake_one();
   }
 
   // Only the owner ever writes a word holding its own number (other threads only add kSleepers to
