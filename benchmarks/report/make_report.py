@@ -89,7 +89,7 @@ def load_parked(path):
 # objects at HotSpot's 64-bit layout with compressed references: 12-byte header, 4-byte
 # references, 8-byte alignment.
 COUNTED = [
-    ("purgatory", "Kafka 3.9/4.x `DelayedOperation`, one key, before its subclass's fields", 144,
+    ("purgatory", "Kafka 4.x (server-common) `DelayedOperation`, one key, before its subclass's fields", 144,
      "the operation with its `TimerTask` fields 32, `ReentrantLock` 16 + `NonfairSync` 32, "
      "`TimerTaskEntry` 40, a `ConcurrentLinkedQueue` node per key 24"),
     ("timer", "Kafka `TimerTaskEntry` + the timer fields of its `TimerTask`", 64, "40 + 24"),
