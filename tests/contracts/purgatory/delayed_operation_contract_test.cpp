@@ -811,6 +811,31 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "delayed_operation.hpp: safe_try_complete(): no check is lost when it finds the lock busy "
+    "after the holder last looked for notes, and leaves before the holder releases it") {
+  // The holder's try sees the condition false and finds no note; in that window the condition
+  // becomes true and a second check finds the lock busy twice (its note written in between) and
+  // gives up. The holder's release must serve the note: its own call completes the operation.
+  auto op = probe(1s);
+  std::thread checker;
+  bool first = true;
+  RaceSchedule schedule(
+      {.seed = RaceSchedule::seed(0),
+       .pause_probability = 0.0,
+       .actions = {{"DelayedOperation::run_try_complete_locked: no note seen, still held", [&] {
+                      if (!std::exchange(first, false)) return;
+                      op->completable = true;
+                      checker = std::thread([&] { CHECK_FALSE(op->safe_try_complete()); });
+                      checker.join();  // it left while the lock was still held
+                    }}}});
+  CHECK(op->safe_try_complete());  // served after the release, by this call
+  CHECK(schedule.hits("DelayedOperation::check: lock busy") >= 2);
+  CHECK(op->is_completed());
+  CHECK(op->completions == 1);
+  CHECK(op->tries == 2);
+}
+
+TEST_CASE(
     "delayed_operation.hpp: was_watched() is true once a purgatory accepted the operation, "
     "try_complete_else_watch() may be called once") {
   ManualPurgatory<int> p;
