@@ -35,11 +35,24 @@
 // --impl=lean is not a purgatory but a lower bound: the same per-request work (watch lists,
 // a wheel, one decision, unlinks at completion) with none of a purgatory's guarantees (see the
 // class). `--impl=ours,lean,null` prints what ours and lean each cost over the harness.
+//
+// Memory: --parked N parks N requests that never complete, each on one key of --key-space-size
+// with --timeout (60 s unless given), this process holding a reference to each (as a server holds
+// its pending requests), and prints how much the process's RSS grew per parked request. Each
+// implementation of --impl runs in a child process of its own, so that none reuses memory another
+// freed. Ours parks make_operation() lambdas capturing two pointers (16 bytes, as a long-poll's
+// request and connection); lean and naive park their own request objects (24 bytes of payload).
+// The references' own array is allocated and touched before the first reading: it is the
+// caller's memory, the same for every implementation.
+//
+//   purgatory_bench --parked 1000000 --impl=ours,lean,naive
 
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
 #include <utility>
 
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -124,6 +137,7 @@ struct Config {
   double sample_s = 1.0;
   std::string impl = "ours";
   std::string executor = "inline";
+  long parked = 0;        // > 0: the memory mode (--parked)
   int threads = 1;        // arriving threads, each with its own completer
   double duration_s = 0;  // > 0: arrivals for this long instead of `num` requests (a soak)
   std::string csv;
@@ -324,8 +338,22 @@ class Ours {
   std::size_t delayed() const { return purgatory_.num_delayed(); }
   void shutdown() { purgatory_.shutdown(); }
 
+  // --parked: a lambda operation whose condition never holds (it waits for its timeout).
+  Handle park(nanoseconds timeout, int key, Stats& stats) {
+    Handle op = purgatory::make_operation(
+        timeout, [ready = &never_ready_] { return ready->load(std::memory_order_relaxed); },
+        [s = &stats](purgatory::Outcome) { s->resolved.fetch_add(1); });
+    purgatory_.try_complete_else_watch(op, {key});
+    return op;
+  }
+  static std::string parked_object() {
+    return fmt::format("{}-byte operation with 16 bytes of captures",
+                       sizeof(purgatory::DelayedOperation));
+  }
+
  private:
   purgatory::DelayedOperationPurgatory<int> purgatory_;
+  std::atomic<bool> never_ready_{false};
 };
 
 // ---- naive ------------------------------------------------------------------------------------
@@ -381,6 +409,15 @@ class Naive {
     work_.reset();
     io_.stop();
     thread_.join();
+  }
+
+  // --parked: a request that will not complete before its timeout.
+  Handle park(nanoseconds timeout, int key, Stats& stats) {
+    const auto now = Clock::now();
+    return add(timeout, now, now + std::chrono::hours(1), {key}, stats);
+  }
+  static std::string parked_object() {
+    return fmt::format("{}-byte Op in a shared_ptr, a 1-key vector, a multimap node", sizeof(Op));
   }
 
  private:
@@ -545,6 +582,14 @@ class Lean {
 
   static std::size_t watched() { return 0; }  // lean keeps no gauges
   static std::size_t delayed() { return 0; }
+
+  // --parked: a request that will not complete before its timeout. (A timeout past the ring's
+  // 256 ms takes laps: correct, and only its reaper pays.)
+  Handle park(nanoseconds timeout, int key, Stats& stats) {
+    const auto now = Clock::now();
+    return add(timeout, now, now + std::chrono::hours(1), {key}, stats);
+  }
+  static std::string parked_object() { return fmt::format("{}-byte Op", sizeof(Op)); }
 
   // Stops the reaper; what is still in the wheel is shut down, unresolved.
   void shutdown() {
@@ -992,6 +1037,74 @@ Result run(const Config& config, const char* label, std::FILE* csv) {
   return result;
 }
 
+// --parked: parks config.parked requests and returns the RSS growth per request, in bytes.
+template <class Impl>
+double park(const Config& config, const char* label) {
+  Stats stats;
+  const auto n = static_cast<std::size_t>(config.parked);
+  const nanoseconds timeout = milliseconds(config.timeout_ms);
+  double per_request = 0;
+  {
+    Impl impl(config);
+    std::vector<typename Impl::Handle> handles(n);  // value-initialized: its pages are resident
+    const long before_kib = status_kib("VmRSS");
+    const auto start = Clock::now();
+    for (std::size_t i = 0; i < n; ++i) {
+      handles[i] = impl.park(
+          timeout, static_cast<int>(i % static_cast<std::size_t>(config.key_space)), stats);
+    }
+    const double park_s = std::chrono::duration<double>(Clock::now() - start).count();
+    const long after_kib = status_kib("VmRSS");
+    per_request = 1024.0 * static_cast<double>(after_kib - before_kib) / static_cast<double>(n);
+    fmt::print(
+        "== {}: parked {} requests on {} keys (timeout {} ms) in {:.2f} s: RSS {:.1f} -> {:.1f} "
+        "MiB, {:.1f} bytes per parked request ({})\n",
+        label, n, config.key_space, config.timeout_ms, park_s,
+        static_cast<double>(before_kib) / 1024.0, static_cast<double>(after_kib) / 1024.0,
+        per_request, Impl::parked_object());
+    if (stats.resolved.load() != 0) {
+      fmt::print("  ERROR: {} requests resolved while parked\n", stats.resolved.load());
+      per_request = -1;
+    }
+    // Then each is resolved once (completed), before the implementation goes. (Naive's
+    // completions each walk their key's watchers: at 1,000,000 on 1,000 keys this takes it about
+    // a minute.)
+    for (const auto& h : handles)
+      impl.complete(h);
+    impl.shutdown();
+    if (stats.resolved.load() != static_cast<long>(n)) {
+      fmt::print("  ERROR: {} of {} parked requests resolved\n", stats.resolved.load(), n);
+      per_request = -1;
+    }
+    std::fflush(stdout);
+  }
+  return per_request;
+}
+
+// Runs park<Impl> in a child process; returns its bytes per request (negative: it failed).
+template <class Impl>
+double park_in_child(const Config& config, const char* label) {
+  std::fflush(stdout);
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    close(pipe_fds[0]);
+    const double bytes = park<Impl>(config, label);
+    std::fflush(stdout);
+    (void)!write(pipe_fds[1], &bytes, sizeof(bytes));
+    _exit(bytes < 0 ? 1 : 0);
+  }
+  close(pipe_fds[1]);
+  double bytes = -1;
+  if (read(pipe_fds[0], &bytes, sizeof(bytes)) != static_cast<ssize_t>(sizeof(bytes))) bytes = -1;
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? bytes : -1;
+}
+
 }  // namespace
 
 // Counts every heap allocation of the process (the library's, the harness's, Boost's). Not
@@ -1056,11 +1169,36 @@ int main(int argc, char** argv) {
             }
             return impl_list(list).empty() ? "no implementation given" : "";
           });
+  app.add_option("--parked", config.parked,
+                 "memory mode: park this many requests that wait for their timeout (one key each) "
+                 "and print the RSS growth per request; each --impl in a process of its own")
+      ->check(CLI::PositiveNumber)
+      ->excludes(duration)
+      ->excludes(num);
   app.add_option("--threads", config.threads,
                  "arriving threads sharing the purgatory, each with its own completer thread; "
                  "each issues --rate/N per second")
       ->check(CLI::Range(1, 64));
+  CLI::Option* timeout_option = app.get_option("--timeout");
   CLI11_PARSE(app, argc, argv);
+  if (config.parked > 0) {
+    if (timeout_option->count() == 0) config.timeout_ms = 60'000;
+    std::vector<std::pair<std::string, double>> bytes;
+    for (const std::string& name : impl_list(config.impl)) {
+      if (name == "ours") bytes.emplace_back(name, park_in_child<Ours>(config, "ours"));
+      if (name == "naive") bytes.emplace_back(name, park_in_child<Naive>(config, "naive"));
+      if (name == "lean") bytes.emplace_back(name, park_in_child<Lean>(config, "lean"));
+    }
+    bool failed = false;
+    std::string line;
+    for (const auto& [name, b] : bytes) {
+      failed = failed || b < 0;
+      line += fmt::format("{}{} {:.1f}", line.empty() ? "" : ", ", name, b);
+    }
+    // Last, for scripts.
+    fmt::print("bytes per parked request: {}\n", line);
+    return failed ? 1 : 0;
+  }
   if (soak) {
     if (impl->count() == 0) config.impl = "ours";
     if (duration->count() == 0) config.duration_s = 600;

@@ -27,6 +27,12 @@
 //   Reschedule  (Wheel only) the same move through SystemTimer::reschedule(), in place.
 //   CancelAdd   (Wheel only) the same move done as cancel() then add(): the cost Reschedule
 //               must not exceed.
+//   PendingBytes memory, not time: `pending` tasks waiting 0..60 s out cost bytes_per_task each:
+//               heap bytes in use (malloc's own overhead per block included) and the task pool's
+//               mappings, after the tasks are created and scheduled, minus before; the task objects
+//               are included (each implementation holds them its own way). For the Wheel also
+//               library_bytes_per_task: sizeof(TimerTask) plus the wheel's buckets per task (what
+//               the library adds to a user's task object).
 //
 // Why it is fair: every implementation reads steady_clock once per add (once per round of kRound
 // adds in AddAtCancel) and once per expiry round, runs the same payload (the task counts its
@@ -55,12 +61,17 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <benchmark/benchmark.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "purgatory/timer/detail/task_pool.hpp"
 #include "purgatory/timer/system_timer.hpp"
 
 namespace {
@@ -143,6 +154,11 @@ class WheelImpl {
   template <class Body>
   void loop(benchmark::State& state, Body& body) {
     plain_loop(state, body);
+  }
+  // What the library holds for `pending` scheduled tasks beyond the user's own members.
+  [[nodiscard]] double library_bytes_per_task(std::size_t pending) const {
+    return static_cast<double>(sizeof(purgatory::TimerTask)) +
+           static_cast<double>(timer_.wheel_memory_bytes()) / static_cast<double>(pending);
   }
 
  private:
@@ -423,6 +439,34 @@ void add_expire(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 
+#if defined(__GLIBC__)
+// Bytes of heap in use, every arena (malloc's per-block overhead included), plus the task pool's.
+std::size_t memory_in_use() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd + purgatory::detail::pool_mapped_bytes();
+}
+#endif
+
+template <class Impl>
+void pending_bytes(benchmark::State& state) {
+#if defined(__GLIBC__)
+  const auto pending = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    const std::size_t before = memory_in_use();
+    Impl impl(pending);
+    schedule_pending(impl, pending, kCancelSpan);
+    const std::size_t after = memory_in_use();
+    state.counters["bytes_per_task"] =
+        static_cast<double>(after - before) / static_cast<double>(pending);
+    if constexpr (std::is_same_v<Impl, WheelImpl>) {
+      state.counters["library_bytes_per_task"] = impl.library_bytes_per_task(pending);
+    }
+  }
+#else
+  state.SkipWithError("PendingBytes reads glibc's mallinfo2()");
+#endif
+}
+
 // Moves scheduled tasks, round robin, to new deadlines: by add() again, by reschedule(), or the
 // slow way, cancel() then add() (what reschedule() must not cost more than).
 enum class Move { readd, reschedule, cancel_add };
@@ -529,21 +573,25 @@ void cancel_sizes(benchmark::internal::Benchmark* b) {
   b->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kNanosecond);
 }
 
-#define PURGATORY_TIMER_BENCH(Impl, Name)                                                     \
-  void BM_##Name##_AddCancel(benchmark::State& state) {                                       \
-    add_cancel<Impl>(state);                                                                  \
-  }                                                                                           \
-  BENCHMARK(BM_##Name##_AddCancel)->Apply(cancel_sizes);                                      \
-  void BM_##Name##_AddAtCancel(benchmark::State& state) {                                     \
-    add_cancel<Impl, /*kAbsolute=*/true>(state);                                              \
-  }                                                                                           \
-  BENCHMARK(BM_##Name##_AddAtCancel)->Apply(cancel_sizes);                                    \
-  void BM_##Name##_AddExpire(benchmark::State& state) {                                       \
-    add_expire<Impl>(state);                                                                  \
-  }                                                                                           \
-  BENCHMARK(BM_##Name##_AddExpire)->Arg(1000)->Iterations(20)->Unit(benchmark::kNanosecond);  \
-  BENCHMARK(BM_##Name##_AddExpire)->Arg(100000)->Iterations(5)->Unit(benchmark::kNanosecond); \
-  BENCHMARK(BM_##Name##_AddExpire)->Arg(1000000)->Iterations(3)->Unit(benchmark::kNanosecond)
+#define PURGATORY_TIMER_BENCH(Impl, Name)                                                      \
+  void BM_##Name##_AddCancel(benchmark::State& state) {                                        \
+    add_cancel<Impl>(state);                                                                   \
+  }                                                                                            \
+  BENCHMARK(BM_##Name##_AddCancel)->Apply(cancel_sizes);                                       \
+  void BM_##Name##_AddAtCancel(benchmark::State& state) {                                      \
+    add_cancel<Impl, /*kAbsolute=*/true>(state);                                               \
+  }                                                                                            \
+  BENCHMARK(BM_##Name##_AddAtCancel)->Apply(cancel_sizes);                                     \
+  void BM_##Name##_AddExpire(benchmark::State& state) {                                        \
+    add_expire<Impl>(state);                                                                   \
+  }                                                                                            \
+  BENCHMARK(BM_##Name##_AddExpire)->Arg(1000)->Iterations(20)->Unit(benchmark::kNanosecond);   \
+  BENCHMARK(BM_##Name##_AddExpire)->Arg(100000)->Iterations(5)->Unit(benchmark::kNanosecond);  \
+  BENCHMARK(BM_##Name##_AddExpire)->Arg(1000000)->Iterations(3)->Unit(benchmark::kNanosecond); \
+  void BM_##Name##_PendingBytes(benchmark::State& state) {                                     \
+    pending_bytes<Impl>(state);                                                                \
+  }                                                                                            \
+  BENCHMARK(BM_##Name##_PendingBytes)->Arg(1000000)->Iterations(1)->Unit(benchmark::kMillisecond)
 
 PURGATORY_TIMER_BENCH(WheelImpl, Wheel);
 PURGATORY_TIMER_BENCH(AsioImpl, AsioSteadyTimer);

@@ -52,29 +52,36 @@ bool DelayedOperation::force_complete() {
 void DelayedOperation::run() {
   // Before the lock: a shutdown() or cancel_for_key() holding it meanwhile sees that the expiry
   // has begun, and leaves the operation to it.
-  expiring_.store(true);
+  signals_.fetch_or(kExpiring);
   (void)complete_with(Outcome::expired, /*only_if_watched=*/true);
 }
 
+// No reference of its own is taken on these paths: the caller holds one (see the class), so the
+// watch reference that deciding drops is never the last.
 bool DelayedOperation::complete_with(Outcome outcome, bool only_if_watched) {
   if (is_completed()) return false;
-  const OperationRef self(this);  // the watch reference may drop while we hold the lock
   PURGATORY_RACE_POINT("DelayedOperation::complete_with: still pending, before the lock");
-  lock();
+  if (lock_.held_by_current_thread()) {
+    // Inside try_complete(), or between lock() and unlock(): that hold's last unlock finishes it.
+    const bool won = (!only_if_watched || watched_locked()) && decide_locked(outcome);
+    if (won) held_ |= kDeferred;
+    return won;
+  }
+  lock_.lock();
   const bool won = (!only_if_watched || watched_locked()) && decide_locked(outcome);
-  if (won) deferred_ = true;
-  unlock();
+  if (won) held_ |= kDeferred;
+  release_last_hold();
   return won;
 }
 
 bool DelayedOperation::shut_down_unless_expiring() {
   if (is_completed()) return true;
-  const OperationRef self(this);
   PURGATORY_RACE_POINT("DelayedOperation::shut_down_unless_expiring: pending, before the lock");
   lock();
   // An expiry that began waits for this lock to decide: it keeps its course (see shutdown()).
-  const bool expiring = watched_locked() && expiring_.load();
-  if (watched_locked() && !expiring && decide_locked(Outcome::shut_down)) deferred_ = true;
+  const bool expiring =
+      watched_locked() && (signals_.load(std::memory_order_acquire) & kExpiring) != 0;
+  if (watched_locked() && !expiring && decide_locked(Outcome::shut_down)) held_ |= kDeferred;
   unlock();
   return !expiring;
 }
@@ -84,12 +91,16 @@ void DelayedOperation::unlock() {
     lock_.unlock();
     return;
   }
-  const bool deferred = std::exchange(deferred_, false);
-  const bool errors = std::exchange(errors_held_, false);
+  release_last_hold();
+}
+
+void DelayedOperation::release_last_hold() {
+  const std::uint8_t held = held_;
+  held_ = static_cast<std::uint8_t>(held & ~(kDeferred | kErrorsHeld));
   lock_.unlock();
   PURGATORY_RACE_POINT("DelayedOperation::unlock: released, before callbacks or notes");
-  if (errors) report_held_errors();
-  if (deferred) {
+  if ((held & kErrorsHeld) != 0) report_held_errors();
+  if ((held & kDeferred) != 0) {
     finish();
   } else if (notes_.load() != 0 && !is_completed()) {
     (void)check(0);  // a check skipped while the lock was held: serve it now
@@ -97,8 +108,9 @@ void DelayedOperation::unlock() {
 }
 
 bool DelayedOperation::run_try_complete_locked(std::uint8_t reason) noexcept {
-  // Notes left before this run are served by it.
-  std::uint8_t want = reason | notes_.exchange(0);
+  // Notes left before this run are served by it. (Most runs find none: a load, not an exchange.)
+  std::uint8_t want = reason;
+  if (notes_.load(std::memory_order_relaxed) != 0) want |= notes_.exchange(0);
   bool last_nested_only = false;
   for (;;) {
     if (is_completed()) return false;
@@ -109,16 +121,23 @@ bool DelayedOperation::run_try_complete_locked(std::uint8_t reason) noexcept {
     const bool nested = (want & kNestedCheck) != 0 && !last_nested_only;
     if (!outside && !nested) return false;
     last_nested_only = !outside;
-    in_try_complete_ = true;
+    held_ |= kInTryComplete;
     try {
       (void)try_complete();
     } catch (...) {
       hold_error(std::current_exception());  // reported once the lock is released
     }
-    in_try_complete_ = false;
+    held_ &= static_cast<std::uint8_t>(~kInTryComplete);
     // Only a holder of the lock decides, and we hold it. A check skipped meanwhile (by another
-    // thread, or nested in this try) left a note: honour it before releasing the lock.
+    // thread, or nested in this try) left a note: honour it before releasing the lock. A note this
+    // load misses is served after the release: its writer found the lock held after writing it
+    // (sequentially consistent, as the release is), so the load that follows every last release
+    // (release_last_hold(), check()) sees it.
     if (is_completed()) return true;
+    if (notes_.load(std::memory_order_relaxed) == 0) {
+      PURGATORY_RACE_POINT("DelayedOperation::run_try_complete_locked: no note seen, still held");
+      return false;
+    }
     want = notes_.exchange(0);
     if (want == 0) return false;
   }
@@ -130,27 +149,24 @@ bool DelayedOperation::safe_try_complete() {
 
 bool DelayedOperation::check(std::uint8_t reason) {
   if (is_completed()) return false;
-  const OperationRef self(this);
+  if (lock_.held_by_current_thread()) {
+    if ((held_ & kInTryComplete) != 0) {
+      // Called from inside our own try_complete(): the running one re-checks on its way out.
+      notes_.fetch_or(kNestedCheck);
+      return false;
+    }
+    // The caller holds the lock (between lock() and unlock()): its unlock() runs the callbacks.
+    return run_try_complete_locked(reason);
+  }
   bool retry = false;
   do {
     if (lock_.try_lock()) {
-      if (in_try_complete_) {
-        // Called from inside our own try_complete(): the running one re-checks on its way out.
-        notes_.fetch_or(kNestedCheck);
-        lock_.unlock();
-        return false;
-      }
       const bool won = run_try_complete_locked(reason);
-      if (lock_.depth() > 1) {
-        // The caller already held the lock: its unlock() runs the callbacks.
-        lock_.unlock();
-        return won;
-      }
-      const bool deferred = std::exchange(deferred_, false);
-      const bool errors = std::exchange(errors_held_, false);
+      const std::uint8_t held = held_;
+      held_ = static_cast<std::uint8_t>(held & ~(kDeferred | kErrorsHeld));
       lock_.unlock();
-      if (errors) report_held_errors();
-      if (deferred) finish();
+      if ((held & kErrorsHeld) != 0) report_held_errors();
+      if ((held & kDeferred) != 0) finish();
       if (won) return true;
       retry = notes_.load() != 0;
       reason = 0;  // what is left to do is in the notes
@@ -168,11 +184,14 @@ bool DelayedOperation::check(std::uint8_t reason) {
 
 bool DelayedOperation::decide_locked(Outcome outcome) noexcept {
   if (is_completed()) return false;
-  outcome_.store(outcome, std::memory_order_release);
+  // Only holders of the lock write decision_: no read-modify-write needed.
+  decision_.store(static_cast<std::uint8_t>(decision_.load(std::memory_order_relaxed) |
+                                            static_cast<std::uint8_t>(outcome)),
+                  std::memory_order_release);
   (void)cancel();  // leave the timing wheel at once, not when the timeout would have passed
-  if (num_nodes_ > 0) {
-    registry_->unwatch(*this, outcome);
-    finish_counted_ = true;       // the registry counts it as finishing until finish() ends
+  if (watched_locked()) {
+    registry_->unwatch(*this, outcome);  // counts it as finishing until finish() ends
+    finish_counted_ = true;
     intrusive_ptr_release(this);  // the watch reference; callers hold their own
   }
   return true;
@@ -180,13 +199,13 @@ bool DelayedOperation::decide_locked(Outcome outcome) noexcept {
 
 void DelayedOperation::finish() noexcept {
   const Outcome how = outcome();
-  // Only this thread touches registry_ once the outcome is decided.
-  const bool counted = std::exchange(finish_counted_, false);
+  // Only this thread touches registry_ and finish_counted_ once the outcome is decided.
+  detail::WatchRegistry* const registry = finish_counted_ ? registry_ : nullptr;
+  finish_counted_ = false;
   // A callback may destroy the purgatory (its shutdown() does not wait for the callback it runs
-  // in): its shared state lives on until this finish() is done with it. Only the completing
-  // thread pays for this reference, not the watching one.
-  const boost::intrusive_ptr<detail::WatchRegistry> keep(counted ? registry_ : nullptr);
-  if (counted) registry_->finish_started(*this);
+  // in): such a shutdown() keeps the registry alive through `running` until finished() is done.
+  detail::RunningFinish running;
+  if (registry != nullptr) registry->finish_started(running, registry_slot_);
   try {
     on_complete();
   } catch (...) {
@@ -200,23 +219,22 @@ void DelayedOperation::finish() noexcept {
     }
   }
   PURGATORY_RACE_POINT("DelayedOperation::finish: callbacks ran, before the listener");
-  if (listen_state_.exchange(kFinished, std::memory_order_acq_rel) == kListening) {
+  if ((signals_.fetch_or(kFinished, std::memory_order_acq_rel) & kListening) != 0) {
     const std::unique_ptr<OutcomeListener> listener = std::move(listener_);
     listener->on_outcome(how);
   }
   registry_ = nullptr;
-  if (counted) keep->finished(*this);
+  if (registry != nullptr) registry->finished(running);
 }
 
 void DelayedOperation::set_outcome_listener(std::unique_ptr<OutcomeListener> listener) {
   if (!listener) throw std::invalid_argument("set_outcome_listener: listener is null");
-  if (has_listener_.exchange(true)) {
+  if ((signals_.fetch_or(kListenerSet) & kListenerSet) != 0) {
     throw std::logic_error("set_outcome_listener: the operation already has a listener");
   }
   listener_ = std::move(listener);
   PURGATORY_RACE_POINT("DelayedOperation::set_outcome_listener: stored, before publishing");
-  std::uint8_t expected = kNoListener;
-  if (listen_state_.compare_exchange_strong(expected, kListening, std::memory_order_acq_rel)) {
+  if ((signals_.fetch_or(kListening, std::memory_order_acq_rel) & kFinished) == 0) {
     return;  // finish() will call it
   }
   const std::unique_ptr<OutcomeListener> now = std::move(listener_);  // callbacks already ran
@@ -247,7 +265,7 @@ void DelayedOperation::hold_error(std::exception_ptr error) noexcept {
     held.registry.reset(registry_);
     held.slot = registry_->hold_error(*this);
   }
-  errors_held_ = true;
+  held_ |= kErrorsHeld;
 }
 
 void DelayedOperation::report_held_errors() noexcept {

@@ -158,6 +158,24 @@ std::size_t ahead_pace(const TimingWheel::AheadWork& w, std::int64_t last,
 
 // ---- TimerTask ---------------------------------------------------------------------------------
 
+detail::TimerBase* TimerTask::base_of_place(std::uintptr_t place) noexcept {
+  static_assert(alignof(TimerTaskList) > kPlaceBits && alignof(detail::TimerBase) > kPlaceBits,
+                "a task's place keeps its tags in the low bits of a bucket's or base's address");
+  const std::uintptr_t address = place & ~kPlaceBits;
+  if ((place & kBaseTag) != 0) return reinterpret_cast<detail::TimerBase*>(address);
+  // A bucket this task is or was in: its base is fixed for the bucket's life (the timer's).
+  return address == 0 ? nullptr : reinterpret_cast<const TimerTaskList*>(address)->base_;
+}
+
+detail::TimerBase* TimerTask::holding_base() const noexcept {
+  const std::uintptr_t place = place_.load(std::memory_order_acquire);
+  return (place & kRetired) != 0 ? nullptr : base_of_place(place);
+}
+
+detail::TimerBase* TimerTask::last_base() const noexcept {
+  return base_of_place(place_.load(std::memory_order_acquire));
+}
+
 bool TimerTask::cancel() noexcept {
   on_cancel();
   std::uint64_t w = word_.load(std::memory_order_acquire);
@@ -175,8 +193,8 @@ bool TimerTask::cancel() noexcept {
         }
         break;
       default: {  // kScheduled: only the holder of its base's lock may unlink it.
-        detail::TimerBase* base = holding_base();
-        if (base == nullptr) {
+        const std::uintptr_t place = place_.load(std::memory_order_acquire);
+        if ((place & kRetired) != 0) {
           // An add() took it a few instructions ago and is storing its base, under that base's
           // lock: look again.
           PURGATORY_RACE_POINT("TimerTask::cancel: scheduled, its base not stored yet");
@@ -184,8 +202,12 @@ bool TimerTask::cancel() noexcept {
           w = word_.load(std::memory_order_acquire);
           break;
         }
+        // Not retired: a bucket (no tag bits) or a tagged base, never null.
+        detail::TimerBase* base = (place & kBaseTag) != 0
+                                      ? reinterpret_cast<detail::TimerBase*>(place & ~kPlaceBits)
+                                      : reinterpret_cast<const TimerTaskList*>(place)->base_;
         PURGATORY_RACE_POINT("TimerTask::cancel: saw it scheduled, before the timer's lock");
-        if (base->owner->cancel_scheduled(*this, *base)) return true;
+        if (base->owner->cancel_scheduled(*this, *base, place)) return true;
         w = word_.load(std::memory_order_acquire);
         break;
       }
@@ -283,7 +305,9 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
   for (;;) {
     std::uint64_t w = t.word_.load(std::memory_order_acquire);
     std::uint32_t s = TimerTask::state_of(w);
-    detail::TimerBase* held = t.holding_base();
+    // Its base matters only while it is scheduled (an idle or queued task goes to ours).
+    detail::TimerBase* held =
+        TimerTask::phase_of(s) == TimerTask::kScheduled ? t.holding_base() : nullptr;
     if (TimerTask::phase_of(s) == TimerTask::kScheduled && held == nullptr) {
       // Another add() took it a few instructions ago and is storing its base: look again.
       PURGATORY_RACE_POINT("SystemTimer::schedule: scheduled, its base not stored yet");
@@ -315,7 +339,7 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
     w = t.word_.load(std::memory_order_acquire);
     s = TimerTask::state_of(w);
     std::uint32_t phase = TimerTask::phase_of(s);
-    held = t.holding_base();
+    held = phase == TimerTask::kScheduled ? t.holding_base() : nullptr;
     if (phase == TimerTask::kScheduled && held == nullptr) continue;  // its base being stored
     if (phase != TimerTask::kIdle && !owns(t.last_base())) {
       throw std::invalid_argument(
@@ -373,9 +397,10 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
         continue;
       }
       PURGATORY_RACE_POINT("SystemTimer::schedule: taken, before storing its base");
-      // Scheduled, its base marked retired: a cancel() or add() meanwhile yields until this
+      // Scheduled, its place marked retired: a cancel() or add() meanwhile yields until this
       // store (one store, not a second read-modify-write of word_ through a linking phase).
-      t.base_.store(reinterpret_cast<std::uintptr_t>(&base), std::memory_order_release);
+      t.place_.store(reinterpret_cast<std::uintptr_t>(&base) | TimerTask::kBaseTag,
+                     std::memory_order_release);
     }
     if (enters_wheel && base.wheel.add(t, expiration)) {
       ++base.pending;
@@ -406,12 +431,15 @@ void SystemTimer::queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept {
   batch.jobs_.push_back(ExpiredBatch::Job{TaskRef(&task, /*add_ref=*/false), ticket});
 }
 
-bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base) noexcept {
+bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base,
+                                   std::uintptr_t place) noexcept {
   std::uint64_t before = 0;
   {
     std::lock_guard<detail::AdaptiveMutex> guard(base.mu);
     const std::uint32_t s = task.state();
-    if (TimerTask::phase_of(s) != TimerTask::kScheduled || task.holding_base() != &base) {
+    // Still scheduled where it was seen (a bucket of `base`), or it moved: look again.
+    if (TimerTask::phase_of(s) != TimerTask::kScheduled ||
+        task.place_.load(std::memory_order_relaxed) != place) {
       return false;
     }
     TimingWheel::remove(task);

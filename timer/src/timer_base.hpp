@@ -17,7 +17,9 @@ namespace purgatory::detail {
 // lines; the alignment keeps two bases off one line.
 struct alignas(64) TimerBase {
   TimerBase(SystemTimer& o, std::int64_t tick, int wheel_size, std::int64_t start)
-      : owner(&o), wheel(tick, wheel_size, start) {}
+      : owner(&o), wheel(tick, wheel_size, start) {
+    wheel.attach(this);
+  }
 
   SystemTimer* const owner;
   AdaptiveMutex mu;

@@ -59,6 +59,7 @@ bool TimingWheel::add(TimerTask& task, std::int64_t expiration) {
     // The overflow level's tick is this level's interval; interval_ is below kMaxTime here,
     // because a saturated interval accepts every expiration above.
     overflow_ = std::make_unique<TimingWheel>(interval_, wheel_size_, current_time_);
+    overflow_->attach(base_);
   }
   return overflow_->add(task, expiration);
 }
@@ -91,8 +92,8 @@ std::optional<TimingWheel::AheadWork> TimingWheel::ahead_work(int level) const n
 }
 
 void TimingWheel::remove(TimerTask& task) noexcept {
-  TimerTaskList* bucket = task.list_;
-  assert(bucket != nullptr && bucket->wheel_ != nullptr);
+  TimerTaskList* bucket = task.bucket();
+  assert(task.hook_.is_linked() && bucket->wheel_ != nullptr);
   bucket->remove(task);
   if (bucket->empty()) bucket->wheel_->clear_bit(bucket->slot_);
 }
@@ -167,6 +168,12 @@ int TimingWheel::distance_to_next_set(int from) const noexcept {
     bits = nonempty_[static_cast<std::size_t>(word)];
   }
   return -1;
+}
+
+void TimingWheel::attach(detail::TimerBase* base) noexcept {
+  base_ = base;
+  for (int i = 0; i < ring_; ++i)
+    buckets_[static_cast<std::size_t>(i)].base_ = base;
 }
 
 void TimingWheel::set_bit(int slot) noexcept {

@@ -71,9 +71,7 @@ enum class Withdrawal {
 inline Withdrawal withdraw(DelayedOperation& op) {
   const std::lock_guard<DelayedOperation> lock(op);
   if (op.is_completed()) return Withdrawal::deciding;
-  if (OperationAccess::registry(op) == nullptr || OperationAccess::nodes(op).empty()) {
-    return Withdrawal::not_watched;
-  }
+  if (!OperationAccess::watched(op)) return Withdrawal::not_watched;
   // As cancel_for_key(): an expiry that began decides; any other timeout is withdrawn (a run the
   // timer claimed but has not called yet finds the operation unwatched and does nothing).
   if (OperationAccess::expiring(op)) return Withdrawal::deciding;

@@ -65,16 +65,18 @@ class PURGATORY_EXPORT OutcomeListener {
 /// Thread-safe: every public member may be called from any thread. The caller of any member must
 /// hold a reference (OperationRef) for the duration of the call. TimerTask::cancel() is the
 /// purgatory's business: calling it yourself withdraws the timeout.
-/// Memory (x86-64): about 310 bytes, which hold the watch of up to kInlineKeys keys; an operation
-/// watched on more keys allocates 32 bytes per key when watched and frees them at completion.
+/// Memory (x86-64): 128 bytes (two cache lines), which hold the watch of the first key: one lock
+/// word, the state in a few bytes, the timeout, the time it was watched, its purgatory, and the
+/// timer task. An operation watched on more keys allocates one block of 8 + 32 bytes per further
+/// key when watched (from the pool below) and frees it when it stops being watched.
 /// Allocated with `new` (as make_operation() does), operations of at most 512 bytes come from the
 /// timer's per-thread pool (timer/detail/task_pool.hpp), not from malloc: a server creates them on
 /// its request threads and frees them wherever they complete, the pattern glibc's malloc handles
 /// worst.
-class PURGATORY_EXPORT DelayedOperation : public TimerTask {
+class PURGATORY_EXPORT DelayedOperation : public TimerTask, private detail::WatchNode {
  public:
-  /// Keys whose watch lives inside the operation: watching on at most this many allocates nothing.
-  static constexpr std::uint32_t kInlineKeys = 4;
+  /// Keys whose watch lives inside the operation: watching on more allocates one block.
+  static constexpr std::uint32_t kInlineKeys = 1;
 
   /// `timeout` is measured from the moment a purgatory starts watching the operation.
   explicit DelayedOperation(Nanos timeout) noexcept : timeout_(timeout) {}
@@ -98,13 +100,13 @@ class PURGATORY_EXPORT DelayedOperation : public TimerTask {
   /// The outcome: pending until decided, then never changes. Decided does not mean the callbacks
   /// have run yet (see force_complete()).
   [[nodiscard]] Outcome outcome() const noexcept {
-    return outcome_.load(std::memory_order_acquire);
+    return static_cast<Outcome>(decision_.load(std::memory_order_acquire) & kOutcomeBits);
   }
   /// The timeout given at construction.
   [[nodiscard]] Nanos timeout() const noexcept { return timeout_; }
   /// True once a purgatory accepted it (try_complete_else_watch() may be called once).
   [[nodiscard]] bool was_watched() const noexcept {
-    return claimed_.load(std::memory_order_acquire);
+    return (decision_.load(std::memory_order_acquire) & kClaimed) != 0;
   }
 
   /// Calls `listener` once with the outcome, after on_complete()/on_expiration() ran; at once if
@@ -155,13 +157,36 @@ class PURGATORY_EXPORT DelayedOperation : public TimerTask {
  private:
   friend struct detail::OperationAccess;
 
-  // Why try_complete() runs (bits): a caller asked (safe_try_complete(), the watch itself); a
-  // purgatory's check of a watched key (void once the operation is no longer watched); a check
-  // made from inside this operation's own try_complete() (honoured once, not again for a check
-  // made by the run it caused).
+  // decision_: the outcome (low bits) and whether a purgatory claimed the operation. Written only
+  // under lock_ (so plain stores), read anywhere.
+  static constexpr std::uint8_t kOutcomeBits = 3;
+  static constexpr std::uint8_t kClaimed = 4;
+  static_assert(static_cast<std::uint8_t>(Outcome::shut_down) <= kOutcomeBits);
+
+  // notes_: why try_complete() runs (bits): a caller asked (safe_try_complete(), the watch
+  // itself); a purgatory's check of a watched key (void once the operation is no longer watched);
+  // a check made from inside this operation's own try_complete() (honoured once, not again for a
+  // check made by the run it caused). Set by checkers that found the lock held.
   static constexpr std::uint8_t kDirectCheck = 1;
   static constexpr std::uint8_t kWatchCheck = 2;
   static constexpr std::uint8_t kNestedCheck = 4;
+
+  // signals_: set without the lock, by read-modify-writes. kExpiring: run() was called, the
+  // expiry decides, nobody else. The outcome listener: kListenerSet (set_outcome_listener() was
+  // called), then kListening (it is stored) and kFinished (the callbacks ran) in either order:
+  // whoever sets the second of those two calls it.
+  static constexpr std::uint8_t kExpiring = 1;
+  static constexpr std::uint8_t kListenerSet = 2;
+  static constexpr std::uint8_t kListening = 4;
+  static constexpr std::uint8_t kFinished = 8;
+
+  // held_: guarded by lock_. kDeferred: finish() on the last unlock. kInTryComplete: try_complete()
+  // is running. kErrorsHeld: report_held_errors() on the last unlock. kWatched: a purgatory
+  // watches the operation now (its nodes are allocated, and linked unless being set up).
+  static constexpr std::uint8_t kDeferred = 1;
+  static constexpr std::uint8_t kInTryComplete = 2;
+  static constexpr std::uint8_t kErrorsHeld = 4;
+  static constexpr std::uint8_t kWatched = 8;
 
   // The expiry: the timer calls it when the timeout passes first.
   void run() final;
@@ -177,9 +202,12 @@ class PURGATORY_EXPORT DelayedOperation : public TimerTask {
   // safe_try_complete() for `reason` (kDirectCheck or kWatchCheck).
   bool check(std::uint8_t reason);
   // Requires the lock. Whether a purgatory watches the operation now.
-  [[nodiscard]] bool watched_locked() const noexcept { return num_nodes_ > 0; }
+  [[nodiscard]] bool watched_locked() const noexcept { return (held_ & kWatched) != 0; }
   // Requires the lock. Records the outcome, leaves the timer and every watch list.
   bool decide_locked(Outcome outcome) noexcept;
+  // Requires the lock, held once: releases it, then does what the hold left to do (reports held
+  // errors, runs the callbacks of a completion decided under it, serves skipped checks).
+  void release_last_hold();
   // Runs the callbacks and the listener. No lock held.
   void finish() noexcept;
   void report(std::exception_ptr error, std::string_view where) noexcept;
@@ -191,34 +219,23 @@ class PURGATORY_EXPORT DelayedOperation : public TimerTask {
   // notes left meanwhile; returns whether it decided.
   bool run_try_complete_locked(std::uint8_t reason) noexcept;
 
-  static constexpr std::uint8_t kNoListener = 0;
-  static constexpr std::uint8_t kListening = 1;
-  static constexpr std::uint8_t kFinished = 2;
-
-  const Nanos timeout_;
+  // (TimerTask, then the first key's WatchNode, come first.)
   OperationLock lock_;
-  std::atomic<Outcome> outcome_{Outcome::pending};  // written under lock_
-  std::atomic<std::uint8_t> notes_{0};  // skipped checks (k*Check bits) the holder must redo
-  std::atomic<bool> claimed_{false};    // watched once
-  std::atomic<bool> expiring_{false};   // run() was called: the expiry decides, nobody else
-  std::atomic<bool> has_listener_{false};
-  // kNoListener -> kListening (set_outcome_listener) and/or -> kFinished (callbacks done): who
-  // moves it second calls the listener, without a lock.
-  std::atomic<std::uint8_t> listen_state_{kNoListener};
-  bool deferred_ = false;            // guarded by lock_: finish() on last unlock
-  bool in_try_complete_ = false;     // guarded by lock_
-  bool finish_counted_ = false;      // guarded by lock_: the registry waits for finish()
-  bool errors_held_ = false;         // guarded by lock_: report_held_errors() on the last unlock
-  std::uint32_t num_nodes_ = 0;      // guarded by lock_
-  std::uint32_t registry_slot_ = 0;  // guarded by lock_: the registry's bookkeeping
-  Nanos watched_since_{0};           // written under lock_, atomically (snapshot() reads it)
+  std::atomic<std::uint8_t> decision_{0};  // outcome | kClaimed; written under lock_
+  std::atomic<std::uint8_t> notes_{0};     // skipped checks (k*Check bits) the holder must redo
+  std::atomic<std::uint8_t> signals_{0};   // kExpiring and the listener's handshake
+  std::uint8_t held_ = 0;                  // guarded by lock_
+  // Written under lock_ when the outcome is decided; then read (and cleared) by the thread that
+  // runs finish(): whether the registry counts it as finishing (until finish() ends).
+  bool finish_counted_ = false;
+  std::uint16_t registry_slot_ = 0;  // guarded by lock_: the registry's bookkeeping
+  const Nanos timeout_;
+  std::atomic<Nanos> watched_since_{Nanos{0}};  // written under lock_ (snapshot() reads it)
   // Guarded by lock_ while pending. Not reference counted while watched (the purgatory outlives
-  // every operation it watches); finish() holds a reference while it runs.
+  // every operation it watches); finish() keeps it alive when it must (see RunningFinish).
   detail::WatchRegistry* registry_ = nullptr;
-  detail::WatchNode* nodes_ = nullptr;  // guarded by lock_: inline_nodes_ or heap_nodes_
-  std::unique_ptr<detail::WatchNode[]> heap_nodes_;  // guarded by lock_: > kInlineKeys keys
-  detail::WatchNode inline_nodes_[kInlineKeys];      // guarded by lock_
-  std::unique_ptr<OutcomeListener> listener_;        // published by listen_state_
+  detail::ExtraWatchNodes* extra_nodes_ = nullptr;  // guarded by lock_: the nodes of keys 2..n
+  std::unique_ptr<OutcomeListener> listener_;       // published by signals_
 };
 
 /// An owning reference to an operation: hold one while calling any of its members.
@@ -249,9 +266,10 @@ class CallableOperation final : public DelayedOperation {
   void on_expiration() override { on_expiration_(); }
 
  private:
-  Condition condition_;
-  OnComplete on_complete_;
-  OnExpiration on_expiration_;
+  // Empty callables (no captures) take no room.
+  [[no_unique_address]] Condition condition_;
+  [[no_unique_address]] OnComplete on_complete_;
+  [[no_unique_address]] OnExpiration on_expiration_;
 };
 
 /// The default on_expiration of make_operation(): does nothing.

@@ -42,6 +42,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -109,17 +110,11 @@ class DelayedOperationPurgatory {
                                   std::to_string(op->timeout().count()) +
                                   " ns exceeds SystemTimer::kMaxDelay");
     }
-    if (!Access::claim(*op)) throw OperationAlreadyWatched(state_->name());
-
-    Watch watched = Watch::completed_elsewhere;
-    try {
-      const DistinctKeys distinct = distinct_keys(keys);
-      watched = watch(op, std::span<const Key* const>(distinct.data(), distinct.size()));
-    } catch (...) {
-      Access::unclaim(*op);  // refused, not watched: the caller still owns it
-      throw;
-    }
-    if (watched == Watch::completed_unwatched) state_->account_unwatched(Outcome::completed);
+    // A first look; watch() claims it under its lock (a second claim throws there).
+    if (op->was_watched()) throw OperationAlreadyWatched(state_->name());
+    const DistinctKeys distinct = distinct_keys(keys);
+    const Watch watched = watch(op, std::span<const Key* const>(distinct.data(), distinct.size()));
+    if (watched == Watch::completed_unwatched) state_->account_unwatched_completion();
     return watched == Watch::completed_unwatched || watched == Watch::completed_watched;
   }
   /// As above, with the keys listed in place: `try_complete_else_watch(op, {"orders-0"})`.
@@ -160,7 +155,7 @@ class DelayedOperationPurgatory {
     for (const OperationRef& op : ops) {
       std::unique_lock<DelayedOperation> lock(*op);
       if (op->is_completed() || Access::registry(*op) != state_.get()) continue;
-      if (Access::nodes(*op).empty()) continue;  // already cancelled through another key
+      if (!Access::watched(*op)) continue;  // already cancelled through another key
       // An expiry already under way keeps its course. Otherwise the timeout is withdrawn here; if
       // it cannot be (its owner withdrew it, or the timer claimed the run but has not called
       // run() yet), there is nothing to withdraw, or the run finds it unwatched and does nothing.
@@ -200,6 +195,13 @@ class DelayedOperationPurgatory {
     state_->fill(m);
     m.watched = watched();
     m.delayed = num_delayed();
+    for (std::size_t i = 0; i <= mask_; ++i) {
+      const auto& counts = shards_[i].outcomes;
+      m.cancelled_total += counts[static_cast<std::size_t>(Outcome::pending)].load(kRelaxed);
+      m.completed_total += counts[static_cast<std::size_t>(Outcome::completed)].load(kRelaxed);
+      m.expired_total += counts[static_cast<std::size_t>(Outcome::expired)].load(kRelaxed);
+      m.shut_down_total += counts[static_cast<std::size_t>(Outcome::shut_down)].load(kRelaxed);
+    }
     return m;
   }
 
@@ -229,7 +231,7 @@ class DelayedOperationPurgatory {
         {
           const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
           if (shard.entries.empty()) break;
-          op = shard.entries.begin()->second.nodes.front().op;
+          op = &Access::op_of(shard.entries.begin()->second.nodes.front());
         }
         PURGATORY_RACE_POINT("DelayedOperationPurgatory::shutdown: found, before completing");
         // Blocks until any other decider (or a refused watch) has unlinked it: the loop always
@@ -240,9 +242,15 @@ class DelayedOperationPurgatory {
       }
     }
     PURGATORY_RACE_POINT("DelayedOperationPurgatory::shutdown: completed all, before waiting");
+    // Nothing is watched any more, so no shard counts another decision: wait for these.
+    std::vector<std::uint64_t> decided(mask_ + 1);
     for (std::size_t i = 0; i <= mask_; ++i) {
-      state_->wait_finished(static_cast<std::uint32_t>(i));
+      const std::lock_guard<detail::AdaptiveMutex> lock(shards_[i].mu);
+      for (const Outcome o : {Outcome::completed, Outcome::expired, Outcome::shut_down}) {
+        decided[i] += shards_[i].outcomes[static_cast<std::size_t>(o)].load(kRelaxed);
+      }
     }
+    state_->wait_finished(decided.data());
   }
   /// Whether shutdown() has been called.
   [[nodiscard]] bool is_shut_down() const noexcept { return state_->shut_down.load(); }
@@ -276,14 +284,15 @@ class DelayedOperationPurgatory {
             snap.keys.emplace_back(typename PurgatorySnapshot<Key>::KeyEntry{it->first, 0, {}});
         entry.waiting = it->second.nodes.size();
         entry.operations.reserve(std::min(entry.waiting, limits.max_operations_per_key));
-        for (const detail::WatchNode& node : it->second.nodes) {
+        for (detail::WatchNode& node : it->second.nodes) {
           if (entry.operations.size() >= limits.max_operations_per_key) break;
-          // Linked here, so not yet unwatched: its node array and timeout are stable.
-          const Nanos since = Access::watched_since_relaxed(*node.op);
+          // Linked here, so not yet unwatched: its nodes and timeout are stable.
+          DelayedOperation& op = Access::op_of(node);
+          const Nanos since = Access::watched_since_relaxed(op);
           if (since == Nanos::zero()) continue;  // being set up: counted, not listed
-          const Nanos timeout = node.op->timeout();
-          entry.operations.push_back({since, since + std::max(timeout, Nanos::zero()), timeout,
-                                      static_cast<std::uint32_t>(Access::nodes(*node.op).size())});
+          const Nanos timeout = op.timeout();
+          entry.operations.push_back(
+              {since, since + std::max(timeout, Nanos::zero()), timeout, Access::key_count(op)});
         }
       }
     }
@@ -292,6 +301,7 @@ class DelayedOperationPurgatory {
 
  private:
   using Access = detail::OperationAccess;
+  static constexpr auto kRelaxed = std::memory_order_relaxed;
   using Ops = boost::container::small_vector<OperationRef, 8>;
   static constexpr std::size_t kMinShrinkBuckets = 1024;
   static constexpr std::size_t kRecentSlots = 64;
@@ -305,6 +315,10 @@ class DelayedOperationPurgatory {
         entries;                          // guarded by mu
     bool closed = false;                  // guarded by mu
     std::atomic<std::size_t> watched{0};  // written under mu
+    // Outcomes of the operations whose first key is here, so far, by Outcome (pending: cancelled):
+    // metrics(), and shutdown() waits until as many decided ones have finished (PurgatoryState).
+    // Counted as the first node is unlinked, under the lock that takes anyway.
+    std::array<std::atomic<std::uint64_t>, 4> outcomes{};  // written under mu
     // Operations whose first key is here: counting per shard, under a lock already held, keeps
     // the adding and the completing threads off one shared counter.
     std::atomic<std::size_t> delayed{0};  // written under mu
@@ -324,18 +338,17 @@ class DelayedOperationPurgatory {
         : PurgatoryState(std::move(name), std::move(on_error), clock, shards), owner_(&owner) {}
 
     void unwatch(DelayedOperation& op, Outcome outcome) noexcept override {
-      const auto nodes = Access::nodes(op);
+      // The outcome is counted in the first key's shard as its node leaves it: shutdown() finds
+      // the operation in a list or waits for it.
       if (outcome != Outcome::pending) {
-        // Counted before it leaves the lists: shutdown() finds it in a list or waits for it.
-        const std::uint32_t slot = nodes[0].list->shard;
-        Access::set_registry_slot(op, slot);
-        count_finishing(slot);
+        Access::set_registry_slot(op, detail::list_of(Access::node(op, 0))->shard);
       }
-      for (std::size_t i = 0; i < nodes.size(); ++i) {
-        owner_->unlink(nodes[i], i == 0);
+      const std::uint32_t keys = Access::key_count(op);
+      for (std::uint32_t i = 0; i < keys; ++i) {
+        owner_->unlink(Access::node(op, i), i == 0 ? std::optional(outcome) : std::nullopt);
       }
       Access::free_nodes(op);
-      account(outcome, Access::watched_since(op));
+      if (outcome != Outcome::pending) record_wait(Access::watched_since(op));
     }
 
    private:
@@ -346,6 +359,7 @@ class DelayedOperationPurgatory {
                             bool owns_timer)
       : timer_(std::move(timer)), owns_timer_(owns_timer) {
     if (!timer_) throw std::invalid_argument("DelayedOperationPurgatory: the timer is null");
+    static_assert(Access::kMaxRegistrySlots >= 65536, "a shard index must fit an operation");
     if (options.shards == 0 || options.shards > 65536) {
       throw std::invalid_argument("purgatory '" + options.name + "': shards = " +
                                   std::to_string(options.shards) + " is outside [1, 65536]");
@@ -379,11 +393,11 @@ class DelayedOperationPurgatory {
 
   enum class Watch { watching, completed_unwatched, completed_watched, completed_elsewhere };
 
-  // All under one hold of op's lock: tries; links one node per key; tries again (a completion
-  // that became possible between the first try and the watch is not missed); schedules the
-  // timeout. Scheduling under the lock means no completion (whose cancel() also runs under it)
-  // can race the timer's add(). Watches nothing if op completes first; on an exception nothing
-  // stays linked.
+  // All under one hold of op's lock: claims it (throws OperationAlreadyWatched if some call
+  // did); tries; links one node per key; tries again (a completion that became possible between
+  // the first try and the watch is not missed); schedules the timeout. Scheduling under the lock
+  // means no completion (whose cancel() also runs under it) can race the timer's add(). Watches
+  // nothing if op completes first; on an exception nothing stays linked and op is not claimed.
   // `keys` holds no key twice.
   // `ref` is the caller's reference: the timer's add takes it as is (no temporary reference, whose
   // count would be raised and dropped on every watch).
@@ -396,17 +410,30 @@ class DelayedOperationPurgatory {
       prefetch(hashes[i]);
     }
     const std::lock_guard<DelayedOperation> lock(op);  // its unlock runs a completion's callbacks
+    if (!Access::claim_locked(op)) throw OperationAlreadyWatched(state_->name());
+    try {
+      return watch_claimed(ref, keys, std::span<const std::uint64_t>(hashes.data(), hashes.size()));
+    } catch (...) {
+      Access::unclaim_locked(op);  // refused, not watched: the caller still owns it
+      throw;
+    }
+  }
+
+  // watch(), from the claim on (op's lock held).
+  Watch watch_claimed(const OperationRef& ref, std::span<const Key* const> keys,
+                      std::span<const std::uint64_t> hashes) {
+    DelayedOperation& op = *ref;
     if (op.is_completed()) return Watch::completed_elsewhere;
     if (Access::try_complete_locked(op)) return Watch::completed_unwatched;
-    const auto nodes =
-        Access::begin_watch(op, state_.get(), static_cast<std::uint32_t>(keys.size()));
+    Access::begin_watch(op, state_.get(), static_cast<std::uint32_t>(keys.size()));
     try {
       for (std::size_t i = 0; i < keys.size(); ++i) {
-        link(op, *keys[i], hashes[i], nodes[i], i == 0);
+        const auto k = static_cast<std::uint32_t>(i);
+        link(*keys[i], hashes[i], Access::node(op, k), k == 0);
         PURGATORY_RACE_POINT("DelayedOperationPurgatory::watch: linked a key, before the next");
       }
     } catch (...) {
-      unlink_refused(nodes);
+      unlink_refused(op);
       Access::abort_watch(op);
       throw;
     }
@@ -423,7 +450,7 @@ class DelayedOperationPurgatory {
     } catch (...) {
       // Anything else (a bad deadline, out of memory): refused, and nothing stays behind. Checks
       // that found it meanwhile left notes that are void once it is unwatched.
-      unlink_refused(nodes);
+      unlink_refused(op);
       Access::abort_committed_watch(op);
       throw;
     }
@@ -431,9 +458,11 @@ class DelayedOperationPurgatory {
   }
 
   // Unlinks the nodes of a watch being refused (the operation's lock held, no outcome decided).
-  void unlink_refused(std::span<detail::WatchNode> nodes) noexcept {
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      if (nodes[i].list != nullptr) unlink(nodes[i], i == 0);
+  void unlink_refused(DelayedOperation& op) noexcept {
+    const std::uint32_t keys = Access::key_count(op);
+    for (std::uint32_t i = 0; i < keys; ++i) {
+      detail::WatchNode& node = Access::node(op, i);
+      if (detail::list_of(node) != nullptr) unlink(node, std::nullopt);
     }
   }
 
@@ -466,15 +495,15 @@ class DelayedOperationPurgatory {
 
   // Requires the counter's shard lock: its only writers hold it, so no atomic read-modify-write
   // (a locked instruction) is needed; readers without the lock see whole values.
-  static void bump(std::atomic<std::size_t>& counter, int by) noexcept {
-    counter.store(counter.load(std::memory_order_relaxed) + static_cast<std::size_t>(by),
+  template <class T>
+  static void bump(std::atomic<T>& counter, int by) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + static_cast<T>(by),
                   std::memory_order_relaxed);
   }
 
-  // `first`: the operation's first node, which carries its count in `delayed`.
-  // `h`: the key's hash.
-  void link(DelayedOperation& op, const Key& key, std::uint64_t h, detail::WatchNode& node,
-            bool first) {
+  // `first`: the operation's first node (part of the operation), which carries its count in
+  // `delayed`. `h`: the key's hash.
+  void link(const Key& key, std::uint64_t h, detail::WatchNode& node, bool first) {
     const std::size_t index = shard_of_hash(h);
     Shard& shard = shards_[index];
     const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
@@ -493,8 +522,7 @@ class DelayedOperationPurgatory {
       slot.store(recent, std::memory_order_relaxed);
     }
     detail::WatchList& list = *recent;
-    node.op = &op;
-    node.list = &list;
+    detail::set_list(node, &list, /*extra=*/!first);
     list.nodes.push_back(node);
     bump(shard.watched, 1);
     if (first) bump(shard.delayed, 1);
@@ -512,14 +540,19 @@ class DelayedOperationPurgatory {
         shard.recent[h & (kRecentSlots - 1)].load(std::memory_order_relaxed));
   }
 
-  void unlink(detail::WatchNode& node, bool first) noexcept {
-    detail::WatchList* list = node.list;
+  // `outcome`: given for an operation's first node (which carries its count in `delayed`), of an
+  // operation unwatched with that outcome (pending: cancelled); none for the other nodes and for
+  // a refused watch (which counts nowhere).
+  void unlink(detail::WatchNode& node, std::optional<Outcome> outcome) noexcept {
+    detail::WatchList* list = detail::list_of(node);
+    const bool first = !detail::is_extra(node);
     Shard& shard = shards_[list->shard];
     const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
     list->nodes.erase(list->nodes.iterator_to(node));
-    node.list = nullptr;
+    detail::set_list(node, nullptr, false);
     bump(shard.watched, -1);
     if (first) bump(shard.delayed, -1);
+    if (outcome) bump(shard.outcomes[static_cast<std::size_t>(*outcome)], 1);
     if (list->nodes.empty()) {
       std::atomic<detail::WatchList*>& slot = shard.recent[list->recent_slot];
       if (slot.load(std::memory_order_relaxed) == list) {
@@ -544,7 +577,7 @@ class DelayedOperationPurgatory {
     if (it == shard.entries.end()) return ops;
     ops.reserve(it->second.nodes.size());
     for (detail::WatchNode& node : it->second.nodes)
-      ops.emplace_back(node.op);
+      ops.emplace_back(&Access::op_of(node));
     return ops;
   }
 

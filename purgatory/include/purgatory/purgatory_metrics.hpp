@@ -43,8 +43,8 @@ struct PurgatoryOptions {
   /// Watch lists are split over this many independently locked shards (rounded up to a power of
   /// two, at most 65536). Kafka uses 512; purgatory_bench --shards on 2 cores: 8 to 64 cost the
   /// same within noise, 512 about 1.5-2x the CPU (cache footprint). Raise it for many-core hosts.
-  /// Each shard takes about 640 bytes before any key is watched (its lock, its key map, and a
-  /// 64-slot lookup in front of the map).
+  /// Each shard takes about 700 bytes before any key is watched (its lock, its key map, a 64-slot
+  /// lookup in front of the map, and its counters).
   std::size_t shards = 16;
   /// For a purgatory that creates its own timer (its name defaults to the purgatory's).
   TimerOptions timer;

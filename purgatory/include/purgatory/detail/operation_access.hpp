@@ -3,46 +3,42 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
-#include <span>
-#include <utility>
 
 #include "purgatory/delayed_operation.hpp"
 
 namespace purgatory::detail {
 
 struct OperationAccess {
-  // Marks `op` as watched; false if some call already did.
-  static bool claim(DelayedOperation& op) noexcept {
-    bool expected = false;
-    return op.claimed_.compare_exchange_strong(expected, true, std::memory_order_acq_rel);
+  // Requires op's lock. Marks `op` as watched; false if some call already did.
+  static bool claim_locked(DelayedOperation& op) noexcept {
+    const std::uint8_t d = op.decision_.load(std::memory_order_relaxed);
+    if ((d & DelayedOperation::kClaimed) != 0) return false;
+    op.decision_.store(static_cast<std::uint8_t>(d | DelayedOperation::kClaimed),
+                       std::memory_order_release);
+    return true;
   }
-  static void unclaim(DelayedOperation& op) noexcept {
-    op.claimed_.store(false, std::memory_order_release);
+  // Requires op's lock: undoes claim_locked() (the watch was refused).
+  static void unclaim_locked(DelayedOperation& op) noexcept {
+    op.decision_.store(static_cast<std::uint8_t>(op.decision_.load(std::memory_order_relaxed) &
+                                                 ~DelayedOperation::kClaimed),
+                       std::memory_order_release);
   }
 
-  // Requires op's lock. Provides the nodes (inline up to kInlineKeys); the registry links them.
-  static std::span<WatchNode> begin_watch(DelayedOperation& op, WatchRegistry* registry,
-                                          std::uint32_t keys) {
-    if (keys <= DelayedOperation::kInlineKeys) {
-      op.nodes_ = op.inline_nodes_;
-    } else {
-      op.heap_nodes_ = std::make_unique<WatchNode[]>(keys);
-      op.nodes_ = op.heap_nodes_.get();
+  // Requires op's lock. Provides the nodes (the first inside the operation, the others in one
+  // block), unlinked; the registry links them with node(). Throws std::bad_alloc.
+  static void begin_watch(DelayedOperation& op, WatchRegistry* registry, std::uint32_t keys) {
+    if (keys > DelayedOperation::kInlineKeys) {
+      op.extra_nodes_ = ExtraWatchNodes::create(op, keys - DelayedOperation::kInlineKeys);
     }
-    for (std::uint32_t i = 0; i < keys; ++i) {
-      op.nodes_[i].op = nullptr;
-      op.nodes_[i].list = nullptr;
-    }
-    op.num_nodes_ = keys;
+    static_cast<WatchNode&>(op).watch_list_ = 0;
+    op.held_ |= DelayedOperation::kWatched;
     op.registry_ = registry;
-    return {op.nodes_, keys};
   }
   // Requires op's lock and every node linked: from now on completing it unwatches it.
   static void commit_watch(DelayedOperation& op, Nanos now) noexcept {
     intrusive_ptr_add_ref(&op);  // the purgatory's watch reference, dropped when unwatched
     // Atomic: snapshot() reads it under a shard lock only, without the operation's lock.
-    std::atomic_ref<Nanos>(op.watched_since_).store(now, std::memory_order_relaxed);
+    op.watched_since_.store(now, std::memory_order_relaxed);
   }
   // Requires op's lock, op pending, committed, and its nodes unlinked by the caller: undoes
   // begin_watch() and commit_watch() (the watch was refused after all). The caller holds a
@@ -58,18 +54,35 @@ struct OperationAccess {
     drop_watch_notes(op);
   }
 
-  static std::span<WatchNode> nodes(DelayedOperation& op) noexcept {
-    return {op.nodes_, op.num_nodes_};
+  // Requires op's lock (or, while a node of op is linked, the lock of that node's shard) and op
+  // watched: its number of keys, and the node of key i.
+  static std::uint32_t key_count(DelayedOperation& op) noexcept {
+    return DelayedOperation::kInlineKeys + (op.extra_nodes_ ? op.extra_nodes_->size() : 0);
   }
+  static WatchNode& node(DelayedOperation& op, std::uint32_t i) noexcept {
+    if (i < DelayedOperation::kInlineKeys) return static_cast<WatchNode&>(op);
+    return (*op.extra_nodes_)[i - DelayedOperation::kInlineKeys];
+  }
+  // The operation a linked node belongs to.
+  static DelayedOperation& op_of(WatchNode& node) noexcept {
+    if (is_extra(node)) return *static_cast<ExtraWatchNode&>(node).op;
+    return static_cast<DelayedOperation&>(node);
+  }
+  // Requires op's lock and no node linked: frees the nodes; op is no longer watched.
   static void free_nodes(DelayedOperation& op) noexcept {
-    op.heap_nodes_.reset();
-    op.nodes_ = nullptr;
-    op.num_nodes_ = 0;
+    if (op.extra_nodes_ != nullptr) ExtraWatchNodes::destroy(op.extra_nodes_);
+    op.extra_nodes_ = nullptr;
+    op.held_ &= static_cast<std::uint8_t>(~DelayedOperation::kWatched);
   }
-  static Nanos watched_since(const DelayedOperation& op) noexcept { return op.watched_since_; }
+  // Requires op's lock. Whether a purgatory watches op now.
+  static bool watched(const DelayedOperation& op) noexcept { return op.watched_locked(); }
+
+  static Nanos watched_since(const DelayedOperation& op) noexcept {
+    return op.watched_since_.load(std::memory_order_relaxed);
+  }
   // For snapshot(): readable without op's lock; Nanos{0} until commit_watch().
-  static Nanos watched_since_relaxed(DelayedOperation& op) noexcept {
-    return std::atomic_ref<Nanos>(op.watched_since_).load(std::memory_order_relaxed);
+  static Nanos watched_since_relaxed(const DelayedOperation& op) noexcept {
+    return op.watched_since_.load(std::memory_order_relaxed);
   }
   static const WatchRegistry* registry(const DelayedOperation& op) noexcept { return op.registry_; }
 
@@ -100,15 +113,18 @@ struct OperationAccess {
   }
 
   static void set_registry_slot(DelayedOperation& op, std::uint32_t slot) noexcept {
-    op.registry_slot_ = slot;
+    op.registry_slot_ = static_cast<std::uint16_t>(slot);
   }
   static std::uint32_t registry_slot(const DelayedOperation& op) noexcept {
     return op.registry_slot_;
   }
+  static constexpr std::uint32_t kMaxRegistrySlots = 65536;  // registry_slot_ holds 16 bits
 
   // Whether op's expiry has begun (the timer called its run(), which decides a watched op as
   // soon as it has the lock): cancel_for_key(), a stop request and shutdown() leave it alone.
-  static bool expiring(const DelayedOperation& op) noexcept { return op.expiring_.load(); }
+  static bool expiring(const DelayedOperation& op) noexcept {
+    return (op.signals_.load() & DelayedOperation::kExpiring) != 0;
+  }
 
   // Requires op's lock; op pending, watched, its timeout cancelled. Stops watching it without
   // deciding an outcome (cancel_for_key). The caller holds a reference.

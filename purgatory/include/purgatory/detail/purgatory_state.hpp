@@ -15,6 +15,13 @@
 namespace purgatory::detail {
 
 // Thread-safe.
+//
+// Waiting for callbacks (shutdown()). Each slot (one per shard) counts the operations decided
+// there (by the purgatory, under that shard's lock), the try_complete() errors held there, and how
+// many of both have finished: shutdown() waits until the finished count catches up with the other
+// two as they were once nothing was watched any more. A finishing thread's last access to this
+// state is its increment of `done` (so the state may be freed right after); to wake a waiting
+// shutdown() it then touches only process-wide words.
 class PURGATORY_EXPORT PurgatoryState : public WatchRegistry {
  public:
   // `slots`: how many finishing counters (the purgatory uses one per shard, so that completing
@@ -28,24 +35,26 @@ class PURGATORY_EXPORT PurgatoryState : public WatchRegistry {
   void report_held_error(const DelayedOperation& op, std::uint32_t slot, std::exception_ptr error,
                          std::string_view where) noexcept override;
 
-  // Counts one operation of `slot` as decided but not finished (its callbacks yet to run).
-  void count_finishing(std::uint32_t slot) noexcept;
-  void finish_started(const DelayedOperation& op) noexcept override;
-  void finished(const DelayedOperation& op) noexcept override;
-  // Returns once every operation counted in `slot` has finished, except those whose callbacks
-  // are running on the calling thread (a shutdown() called from a callback). Call after
-  // shut_down is set.
-  void wait_finished(std::uint32_t slot) const noexcept;
+  void finish_started(RunningFinish& running, std::uint32_t slot) noexcept override;
+  void finished(RunningFinish& running) noexcept override;
+  // Returns once, in every slot, the operations decided (`decided[slot]`, counted by the
+  // purgatory) and the errors held have finished, except those whose callbacks (or report) are
+  // running on the calling thread (a shutdown() called from a callback): those keep this state
+  // alive until they end. Call after shut_down is set and once nothing is watched.
+  void wait_finished(const std::uint64_t* decided) noexcept;
 
-  // Accounts for one operation leaving the purgatory after waiting since `since`.
-  void account(Outcome outcome, Nanos since) noexcept;
+  // Records the wait of a watched operation whose outcome was just decided (the purgatory's
+  // shards count the outcomes themselves).
+  void record_wait(Nanos since) noexcept;
   // Accounts for an operation that completed on its first try, never watched.
-  void account_unwatched(Outcome outcome) noexcept;
-  // Fills everything but the gauges (watched, delayed), which the purgatory's shards hold.
+  void account_unwatched_completion() noexcept;
+  // Fills the name, the waiting times and the completions on a first try; the purgatory adds
+  // the gauges and the outcomes of watched operations, which its shards count.
   void fill(PurgatoryMetrics& m) const;
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] const Clock& clock() const noexcept { return *clock_; }
+  [[nodiscard]] std::size_t slots() const noexcept { return slots_; }
 
   std::atomic<bool> shut_down{false};
 
@@ -53,19 +62,18 @@ class PURGATORY_EXPORT PurgatoryState : public WatchRegistry {
   const std::string name_;
   const CallbackErrorHandler on_error_;
   const Clock* const clock_;
-  std::atomic<std::uint64_t> completed_{0};
-  std::atomic<std::uint64_t> expired_{0};
-  std::atomic<std::uint64_t> shut_down_total_{0};
-  std::atomic<std::uint64_t> cancelled_{0};
+  std::atomic<std::uint64_t> completed_unwatched_{0};
   LatencyHistogram waited_;
   struct alignas(64) Finishing {
-    std::atomic<std::int32_t> count{0};
+    std::atomic<std::uint64_t> held{0};  // try_complete() errors held
+    std::atomic<std::uint64_t> done{0};  // decided operations and held errors finished
   };
+  const std::size_t slots_;
   std::unique_ptr<Finishing[]> finishing_;
 
   // The calling thread runs (then has run) user code counted in `slot`.
-  void enter_finishing(std::uint32_t slot) noexcept;
-  void leave_finishing(std::uint32_t slot) noexcept;
+  void enter_finishing(RunningFinish& running, std::uint32_t slot) noexcept;
+  void leave_finishing(RunningFinish& running) noexcept;
 };
 
 }  // namespace purgatory::detail

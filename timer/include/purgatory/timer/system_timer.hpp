@@ -212,8 +212,9 @@ class PURGATORY_TIMER_EXPORT SystemTimer final : private ClockWaiter {
   friend class TimerTask;
 
   void on_clock_advanced() noexcept override;
-  // Cancels a task scheduled in `base`. Returns whether it was still there.
-  bool cancel_scheduled(TimerTask& task, detail::TimerBase& base) noexcept;
+  // Cancels a task scheduled in `base`, at `place` (its TimerTask::place_ as read before). Returns
+  // whether it was still there (false too if it moved meanwhile, even within `base`).
+  bool cancel_scheduled(TimerTask& task, detail::TimerBase& base, std::uintptr_t place) noexcept;
   // Deadline (clock time) -> wheel expiration, rounded up to the tick; -1 when due at `now`.
   [[nodiscard]] std::int64_t expiration_for(std::int64_t now, std::int64_t delay) const;
   // add()/reschedule(): links `task` for `expiration` (-1: run at once). With only_if_pending, an
@@ -232,8 +233,8 @@ class PURGATORY_TIMER_EXPORT SystemTimer final : private ClockWaiter {
   // Before a scheduled task leaves that state (under its base's lock): its base becomes the last
   // one, so that a reader who sees the task scheduled again waits for the next add's store.
   static void retire_base(TimerTask& task) noexcept {
-    task.base_.store(task.base_.load(std::memory_order_relaxed) | TimerTask::kRetired,
-                     std::memory_order_relaxed);
+    task.place_.store(task.place_.load(std::memory_order_relaxed) | TimerTask::kRetired,
+                      std::memory_order_relaxed);
   }
   // Expires what is due at `now` in every base, a batch per base in turn, and cascades ahead of
   // time between batches. Returns whether anything was due.

@@ -4,8 +4,9 @@
 /// The task *is* its own wheel entry (the Linux timer_list idea): it carries the intrusive links of
 /// the bucket list it sits in, so scheduling it into the wheel allocates nothing, cancel() unlinks
 /// it in O(1), and rescheduling moves it between buckets in place. Library memory per pending task
-/// is sizeof(TimerTask) (56 bytes on x86-64, checked by a test) plus a share of the bucket headers,
-/// which do not grow with the number of tasks.
+/// is sizeof(TimerTask) (48 bytes on x86-64, checked by a test) plus a share of the bucket headers,
+/// which do not grow with the number of tasks. What the bucket can answer is not stored per task:
+/// one word says which bucket holds the task, and the bucket knows its list, wheel and timer base.
 ///
 /// Tasks are reference counted (boost::intrusive_ptr): the timer holds a reference while the
 /// task is scheduled or waiting for its executor, so a caller may drop its own reference right
@@ -95,7 +96,7 @@ class PURGATORY_TIMER_EXPORT TimerTask {
   // The state = (sequence << 2) | phase. The sequence grows each time the task is handed to an
   // executor, so a stale ExpiredTask can never claim a later run (no ABA).
   static constexpr std::uint32_t kIdle = 0;       // not in any timer
-  static constexpr std::uint32_t kScheduled = 1;  // linked in a bucket of its base (base_)
+  static constexpr std::uint32_t kScheduled = 1;  // in a bucket of its base (see place_)
   static constexpr std::uint32_t kQueued = 2;     // expired; an ExpiredTask will run it
   static constexpr std::uint32_t phase_of(std::uint32_t s) noexcept { return s & 3U; }
   static constexpr std::uint32_t with_phase(std::uint32_t s, std::uint32_t p) noexcept {
@@ -128,27 +129,35 @@ class PURGATORY_TIMER_EXPORT TimerTask {
       boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 
   mutable std::atomic<std::uint64_t> word_{make_word(kIdle, 0)};
-  Hook hook_;                      // guarded by base_'s lock (or the owner of list_)
-  std::int64_t expiration_ = 0;    // wheel time of the run; guarded like hook_
-  TimerTaskList* list_ = nullptr;  // bucket holding the task; guarded like hook_
-  // The timer base (wheel and lock, one of its SystemTimer's) holding or last holding the task,
-  // with kRetired set unless it holds it now. The add() that takes the task out of idle or
+  Hook hook_;                    // guarded by its base's lock (or the owner of its bucket)
+  std::int64_t expiration_ = 0;  // wheel time of the run; guarded like hook_
+
+  // Where the task is, in one word: the bucket (TimerTaskList) holding it, or, while an add() is
+  // placing it or it is due at once, its timer base (kBaseTag set). The bucket knows its base
+  // (the wheel and lock of one of its SystemTimer's), so the base is not stored apart. kRetired
+  // is set unless that base holds the task now. The add() that takes the task out of idle or
   // queued (one CAS of word_ to scheduled) stores its base, under that base's lock, just after
-  // the CAS; whoever takes a task out of scheduled (under its base's lock) marks the base retired
-  // before the state changes. So a scheduled task whose base_ reads retired is being linked by
-  // an add() that holds that base's lock: a cancel() or another add() yields and looks again.
+  // the CAS; linking it into a bucket stores the bucket (same base); whoever takes a task out of
+  // scheduled (under its base's lock) marks the place retired before the state changes. So a
+  // scheduled task whose place reads retired is being placed by an add() that holds that base's
+  // lock: a cancel() or another add() yields and looks again. While the task is linked the word
+  // names its bucket (never retired, never a base); after it leaves one, it still names that
+  // bucket (or base), retired: the timer that last held it.
   static constexpr std::uintptr_t kRetired = 1;
+  static constexpr std::uintptr_t kBaseTag = 2;
+  static constexpr std::uintptr_t kPlaceBits = kRetired | kBaseTag;
   // The base holding the task now, or null while an add() is still storing it. Meaningful when
-  // the state read just before (acquire) was scheduled; confirm under that base's lock.
-  [[nodiscard]] detail::TimerBase* holding_base() const noexcept {
-    const std::uintptr_t b = base_.load(std::memory_order_acquire);
-    return (b & kRetired) != 0 ? nullptr : reinterpret_cast<detail::TimerBase*>(b);
+  // the state read just before (acquire) was scheduled; confirm under that base's lock. Defined
+  // with SystemTimer (it reads the bucket).
+  [[nodiscard]] detail::TimerBase* holding_base() const noexcept;
+  // The base holding or last holding the task (null if it never was in a timer's wheel).
+  [[nodiscard]] detail::TimerBase* last_base() const noexcept;
+  [[nodiscard]] static detail::TimerBase* base_of_place(std::uintptr_t place) noexcept;
+  // The bucket holding the task. Only while it is linked (hook_.is_linked()).
+  [[nodiscard]] TimerTaskList* bucket() const noexcept {
+    return reinterpret_cast<TimerTaskList*>(place_.load(std::memory_order_relaxed) & ~kPlaceBits);
   }
-  // The base holding or last holding the task (null if it never was in a timer).
-  [[nodiscard]] detail::TimerBase* last_base() const noexcept {
-    return reinterpret_cast<detail::TimerBase*>(base_.load(std::memory_order_acquire) & ~kRetired);
-  }
-  std::atomic<std::uintptr_t> base_{0};
+  std::atomic<std::uintptr_t> place_{kRetired};
 };
 
 /// An owning reference to a task (what close() and drain() hand back).

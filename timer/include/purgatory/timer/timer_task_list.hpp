@@ -41,18 +41,19 @@ class TimerTaskList {
 
   /// Appends `task`; if it is in another list (or this one) it is removed from there first.
   void add(TimerTask& task) noexcept {
-    if (task.list_ != nullptr) task.list_->remove(task);
+    if (task.hook_.is_linked()) task.bucket()->remove(task);
     stripes_[next_stripe_++ % kStripes].push_back(task);
-    task.list_ = this;
+    // Release: a cancel() that reads the place without the lock finds this list's base set.
+    task.place_.store(reinterpret_cast<std::uintptr_t>(this), std::memory_order_release);
     ++size_;
     if (counter_ != nullptr) ++*counter_;
   }
 
-  /// Unlinks `task`, which must be in this list. O(1).
+  /// Unlinks `task`, which must be in this list. O(1). The task's place still names this list
+  /// (the timer that last held it) until it is added again.
   void remove(TimerTask& task) noexcept {
-    assert(task.list_ == this);
+    assert(task.hook_.is_linked() && task.bucket() == this);
     task.hook_.unlink();
-    task.list_ = nullptr;
     --size_;
     if (counter_ != nullptr) --*counter_;
   }
@@ -67,7 +68,6 @@ class TimerTaskList {
       TimerTask& task = stripe.front();
       stripe.pop_front();
       if (!stripe.empty()) __builtin_prefetch(&stripe.front(), 1);
-      task.list_ = nullptr;
       --size_;
       if (counter_ != nullptr) --*counter_;
       return &task;
@@ -118,6 +118,7 @@ class TimerTaskList {
 
  private:
   friend class TimingWheel;
+  friend class TimerTask;  // a task's place names its bucket, whose base_ it reads
 
   using List = boost::intrusive::list<
       TimerTask, boost::intrusive::member_hook<TimerTask, TimerTask::Hook, &TimerTask::hook_>,
@@ -130,7 +131,9 @@ class TimerTaskList {
   std::size_t* counter_;
   std::int64_t expiration_ = kNoExpiration;
   TimingWheel* wheel_ = nullptr;  // the wheel level owning this bucket, if any
-  int slot_ = 0;                  // index of this bucket in wheel_
+  // The timer base of that wheel (null outside a SystemTimer): what a task's place names.
+  detail::TimerBase* base_ = nullptr;
+  int slot_ = 0;  // index of this bucket in wheel_
 };
 
 }  // namespace purgatory

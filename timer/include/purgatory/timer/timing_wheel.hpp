@@ -200,6 +200,8 @@ class PURGATORY_TIMER_EXPORT TimingWheel {
   }
 
  private:
+  friend struct detail::TimerBase;
+
   struct Next {
     TimingWheel* level;
     int slot;
@@ -216,6 +218,9 @@ class PURGATORY_TIMER_EXPORT TimingWheel {
   [[nodiscard]] int distance_to_next_set(int from) const noexcept;
   void set_bit(int slot) noexcept;
   void clear_bit(int slot) noexcept;
+  // Names the timer base owning this wheel in its buckets and in its overflow levels' (done
+  // before any task is added).
+  void attach(detail::TimerBase* base) noexcept;
 
   std::int64_t tick_;
   int wheel_size_;
@@ -226,6 +231,7 @@ class PURGATORY_TIMER_EXPORT TimingWheel {
   std::unique_ptr<TimerTaskList[]> buckets_;
   std::vector<std::uint64_t> nonempty_;  // bit i set <=> buckets_[i] non-empty (ring_ bits)
   std::unique_ptr<TimingWheel> overflow_;
+  detail::TimerBase* base_ = nullptr;  // see attach()
 };
 
 }  // namespace purgatory
