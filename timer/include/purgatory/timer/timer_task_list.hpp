@@ -18,6 +18,7 @@
 
 #include <boost/intrusive/list.hpp>
 
+#include "purgatory/timer/detail/platform.hpp"
 #include "purgatory/timer/timer_task.hpp"
 
 namespace purgatory {
@@ -62,7 +63,7 @@ class TimerTaskList {
       if (stripe.empty()) continue;
       TimerTask& task = stripe.front();
       stripe.pop_front();
-      if (!stripe.empty()) __builtin_prefetch(&stripe.front(), 1);
+      if (!stripe.empty()) detail::prefetch_for_write(&stripe.front());
       task.list_ = nullptr;
       --size_;
       if (counter_ != nullptr) --*counter_;
