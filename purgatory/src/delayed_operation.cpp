@@ -18,14 +18,16 @@ namespace {
 
 // Exceptions try_complete() threw while this thread held an operation's lock, oldest first: each
 // is reported once the thread releases that lock's last hold, so that the error handler runs with
-// no lock held (a holder is a thread, so the thread that threw is the one that reports).
+// no lock held (a holder is a thread, so the thread that threw is the one that reports). Made on
+// the first such error and freed once all are reported, so that nothing is left to clean up when
+// the thread ends (a thread_local vector's destructor crashes MinGW builds, GCC PR 80816).
 struct HeldError {
   const DelayedOperation* op;
   boost::intrusive_ptr<detail::WatchRegistry> registry;  // null: not watched, to stderr
   std::uint32_t slot;                                    // the registry's (hold_error())
   std::exception_ptr error;
 };
-thread_local std::vector<HeldError> t_held_errors;
+thread_local std::vector<HeldError>* t_held_errors = nullptr;
 
 void print_error(const std::exception_ptr& error, std::string_view where) noexcept {
   try {
@@ -186,7 +188,8 @@ void DelayedOperation::finish() noexcept {
   // in): its shared state lives on until this finish() is done with it. Only the completing
   // thread pays for this reference, not the watching one.
   const boost::intrusive_ptr<detail::WatchRegistry> keep(counted ? registry_ : nullptr);
-  if (counted) registry_->finish_started(*this);
+  detail::FinishingFrame frame;
+  if (counted) registry_->finish_started(*this, frame);
   try {
     on_complete();
   } catch (...) {
@@ -205,7 +208,7 @@ void DelayedOperation::finish() noexcept {
     listener->on_outcome(how);
   }
   registry_ = nullptr;
-  if (counted) keep->finished(*this);
+  if (counted) keep->finished(*this, frame);
 }
 
 void DelayedOperation::set_outcome_listener(std::unique_ptr<OutcomeListener> listener) {
@@ -234,7 +237,8 @@ void DelayedOperation::report(std::exception_ptr error, std::string_view where) 
 
 void DelayedOperation::hold_error(std::exception_ptr error) noexcept {
   try {
-    t_held_errors.push_back({this, nullptr, 0, std::move(error)});
+    if (t_held_errors == nullptr) t_held_errors = new std::vector<HeldError>();
+    t_held_errors->push_back({this, nullptr, 0, std::move(error)});
   } catch (...) {
     // Out of memory: say so here rather than call the error handler under the lock.
     std::fputs("purgatory: out of memory; an exception from try_complete() was dropped\n", stderr);
@@ -243,7 +247,7 @@ void DelayedOperation::hold_error(std::exception_ptr error) noexcept {
   // The registry as it is now, under the lock: after the lock is released the operation may be
   // decided, and then registry_ belongs to the thread that finishes it.
   if (registry_ && watched_locked()) {
-    HeldError& held = t_held_errors.back();
+    HeldError& held = t_held_errors->back();
     held.registry.reset(registry_);
     held.slot = registry_->hold_error(*this);
   }
@@ -255,11 +259,17 @@ void DelayedOperation::report_held_errors() noexcept {
   // One at a time, taken out first: the handler may lock this operation again (and its last
   // unlock then reports what that hold added, after the ones kept here before).
   for (;;) {
-    const auto it = std::find_if(t_held_errors.begin(), t_held_errors.end(),
+    std::vector<HeldError>* errors = t_held_errors;
+    if (errors == nullptr) return;
+    const auto it = std::find_if(errors->begin(), errors->end(),
                                  [this](const HeldError& e) { return e.op == this; });
-    if (it == t_held_errors.end()) return;
+    if (it == errors->end()) return;
     HeldError held = std::move(*it);
-    t_held_errors.erase(it);
+    errors->erase(it);
+    if (errors->empty()) {
+      delete errors;
+      t_held_errors = nullptr;
+    }
     if (held.registry) {
       held.registry->report_held_error(*this, held.slot, std::move(held.error), "try_complete");
     } else {

@@ -2,9 +2,9 @@
 
 #include "purgatory/detail/operation_access.hpp"
 
+#include <cassert>
 #include <exception>
 #include <utility>
-#include <vector>
 
 #include <fmt/core.h>
 
@@ -12,13 +12,10 @@ namespace purgatory::detail {
 
 namespace {
 
-// The operations whose callbacks run on this thread now, innermost last: a shutdown() called from
-// one of them must not wait for it (nor for those it is nested in).
-struct RunningFinish {
-  const WatchRegistry* registry;
-  std::uint32_t slot;
-};
-thread_local std::vector<RunningFinish> t_finishing;
+// The innermost operation whose callbacks run on this thread now: a shutdown() called from one of
+// them must not wait for it (nor for those it is nested in). The records live on the stack, so
+// nothing is left to clean up when the thread ends.
+thread_local FinishingFrame* t_finishing = nullptr;
 
 }  // namespace
 
@@ -33,12 +30,12 @@ void PurgatoryState::count_finishing(std::uint32_t slot) noexcept {
   finishing_[slot].count.fetch_add(1);
 }
 
-void PurgatoryState::finish_started(const DelayedOperation& op) noexcept {
-  enter_finishing(OperationAccess::registry_slot(op));
+void PurgatoryState::finish_started(const DelayedOperation& op, FinishingFrame& frame) noexcept {
+  enter_finishing(OperationAccess::registry_slot(op), frame);
 }
 
-void PurgatoryState::finished(const DelayedOperation& op) noexcept {
-  leave_finishing(OperationAccess::registry_slot(op));
+void PurgatoryState::finished(const DelayedOperation& op, FinishingFrame& frame) noexcept {
+  leave_finishing(OperationAccess::registry_slot(op), frame);
 }
 
 std::uint32_t PurgatoryState::hold_error(DelayedOperation& op) noexcept {
@@ -50,37 +47,42 @@ std::uint32_t PurgatoryState::hold_error(DelayedOperation& op) noexcept {
 
 void PurgatoryState::report_held_error(const DelayedOperation& op, std::uint32_t slot,
                                        std::exception_ptr error, std::string_view where) noexcept {
-  enter_finishing(slot);
+  FinishingFrame frame;
+  enter_finishing(slot, frame);
   report_error(op, std::move(error), where);
-  leave_finishing(slot);
+  leave_finishing(slot, frame);
 }
 
-void PurgatoryState::enter_finishing(std::uint32_t slot) noexcept {
-  try {
-    t_finishing.push_back({this, slot});
-  } catch (...) {
-    // Out of memory: a shutdown() from this callback would wait for it. Nothing better to do.
-  }
+void PurgatoryState::enter_finishing(std::uint32_t slot, FinishingFrame& frame) noexcept {
+  frame.registry = this;
+  frame.slot = slot;
+  frame.outer = t_finishing;
+  t_finishing = &frame;
 }
 
-void PurgatoryState::leave_finishing(std::uint32_t slot) noexcept {
-  if (!t_finishing.empty() && t_finishing.back().registry == this) t_finishing.pop_back();
+void PurgatoryState::leave_finishing(std::uint32_t slot, FinishingFrame& frame) noexcept {
+  assert(t_finishing == &frame && "finishing records nest");
+  t_finishing = frame.outer;
   finishing_[slot].count.fetch_sub(1);
   // Sequentially consistent with shutdown()'s store of the flag and its reads of the count: either
-  // it sees this decrement, or we see the flag and wake it.
-  if (shut_down.load()) finishing_[slot].count.notify_all();
+  // it sees this decrement, or we see the flag and wake it. Taking the mutex first means the
+  // waiter is either before its check of the count (and sees the decrement) or already waiting.
+  if (shut_down.load()) {
+    { const std::lock_guard<std::mutex> lock(finished_mu_); }
+    finished_cv_.notify_all();
+  }
 }
 
 void PurgatoryState::wait_finished(std::uint32_t slot) const noexcept {
   std::int32_t own = 0;
-  for (const RunningFinish& f : t_finishing) {
-    if (f.registry == this && f.slot == slot) ++own;
+  for (const FinishingFrame* f = t_finishing; f != nullptr; f = f->outer) {
+    if (f->registry == this && f->slot == slot) ++own;
   }
-  for (;;) {
-    const std::int32_t now = finishing_[slot].count.load();
-    if (now <= own) return;
-    finishing_[slot].count.wait(now);
-  }
+  // A mutex and a condition variable, not std::atomic::wait(): where the system has no futex
+  // (MinGW-w64 among them), libstdc++ 12 notifies without the mutex its waiters check under, so a
+  // notification can be lost and shutdown() wait for ever (seen under Wine).
+  std::unique_lock<std::mutex> lock(finished_mu_);
+  finished_cv_.wait(lock, [&] { return finishing_[slot].count.load() <= own; });
 }
 
 void PurgatoryState::report_error(const DelayedOperation& op, std::exception_ptr error,

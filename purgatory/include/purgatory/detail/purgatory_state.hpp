@@ -2,9 +2,11 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "purgatory/detail/watch_registry.hpp"
@@ -29,8 +31,8 @@ class PurgatoryState : public WatchRegistry {
 
   // Counts one operation of `slot` as decided but not finished (its callbacks yet to run).
   void count_finishing(std::uint32_t slot) noexcept;
-  void finish_started(const DelayedOperation& op) noexcept override;
-  void finished(const DelayedOperation& op) noexcept override;
+  void finish_started(const DelayedOperation& op, FinishingFrame& frame) noexcept override;
+  void finished(const DelayedOperation& op, FinishingFrame& frame) noexcept override;
   // Returns once every operation counted in `slot` has finished, except those whose callbacks
   // are running on the calling thread (a shutdown() called from a callback). Call after
   // shut_down is set.
@@ -61,10 +63,13 @@ class PurgatoryState : public WatchRegistry {
     std::atomic<std::int32_t> count{0};
   };
   std::unique_ptr<Finishing[]> finishing_;
+  // wait_finished() sleeps on these until the counts it waits for drop (after shut_down is set).
+  mutable std::mutex finished_mu_;
+  mutable std::condition_variable finished_cv_;
 
-  // The calling thread runs (then has run) user code counted in `slot`.
-  void enter_finishing(std::uint32_t slot) noexcept;
-  void leave_finishing(std::uint32_t slot) noexcept;
+  // The calling thread runs (then has run) user code counted in `slot`, recorded in `frame`.
+  void enter_finishing(std::uint32_t slot, FinishingFrame& frame) noexcept;
+  void leave_finishing(std::uint32_t slot, FinishingFrame& frame) noexcept;
 };
 
 }  // namespace purgatory::detail

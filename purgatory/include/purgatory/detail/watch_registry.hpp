@@ -43,6 +43,18 @@ struct WatchList {
   std::uint32_t recent_slot = 0;  // the key's slot in its shard's lookup (the purgatory's `recent`)
 };
 
+class WatchRegistry;
+
+// A record that the callbacks of one operation counted as finishing run on the calling thread
+// now. It lives on that thread's stack while they run (DelayedOperation::finish()), linked to the
+// records of the callbacks it runs inside, so that a shutdown() called from them does not wait for
+// them (nor for those they run inside).
+struct FinishingFrame {
+  const WatchRegistry* registry = nullptr;
+  std::uint32_t slot = 0;
+  FinishingFrame* outer = nullptr;
+};
+
 // What a DelayedOperation needs from the purgatory watching it. Reference counted so that an
 // operation racing a purgatory's destruction never touches freed state.
 class WatchRegistry : public boost::intrusive_ref_counter<WatchRegistry> {
@@ -58,9 +70,10 @@ class WatchRegistry : public boost::intrusive_ref_counter<WatchRegistry> {
   virtual void unwatch(DelayedOperation& op, Outcome outcome) noexcept = 0;
 
   // The callbacks of an operation unwatch() counted are about to run, then have run, on the
-  // calling thread. shutdown() waits for every counted operation's finished().
-  virtual void finish_started(const DelayedOperation& op) noexcept = 0;
-  virtual void finished(const DelayedOperation& op) noexcept = 0;
+  // calling thread; `frame` (the caller's, on its stack) records it in between. shutdown() waits
+  // for every counted operation's finished().
+  virtual void finish_started(const DelayedOperation& op, FinishingFrame& frame) noexcept = 0;
+  virtual void finished(const DelayedOperation& op, FinishingFrame& frame) noexcept = 0;
 
   // Reports an exception thrown by one of op's callbacks. No lock held.
   virtual void report_error(const DelayedOperation& op, std::exception_ptr error,
