@@ -42,7 +42,7 @@ struct OperationAccess {
   static void commit_watch(DelayedOperation& op, Nanos now) noexcept {
     intrusive_ptr_add_ref(&op);  // the purgatory's watch reference, dropped when unwatched
     // Atomic: snapshot() reads it under a shard lock only, without the operation's lock.
-    std::atomic_ref<Nanos>(op.watched_since_).store(now, std::memory_order_relaxed);
+    op.watched_since_.store(now, std::memory_order_relaxed);
   }
   // Requires op's lock, op pending, committed, and its nodes unlinked by the caller: undoes
   // begin_watch() and commit_watch() (the watch was refused after all). The caller holds a
@@ -66,10 +66,12 @@ struct OperationAccess {
     op.nodes_ = nullptr;
     op.num_nodes_ = 0;
   }
-  static Nanos watched_since(const DelayedOperation& op) noexcept { return op.watched_since_; }
+  static Nanos watched_since(const DelayedOperation& op) noexcept {
+    return op.watched_since_.load(std::memory_order_relaxed);
+  }
   // For snapshot(): readable without op's lock; Nanos{0} until commit_watch().
   static Nanos watched_since_relaxed(DelayedOperation& op) noexcept {
-    return std::atomic_ref<Nanos>(op.watched_since_).load(std::memory_order_relaxed);
+    return op.watched_since_.load(std::memory_order_relaxed);
   }
   static const WatchRegistry* registry(const DelayedOperation& op) noexcept { return op.registry_; }
 
