@@ -9,7 +9,7 @@ wine=$1
 export WINEPREFIX=$2
 shift 2
 export WINEDEBUG=-all                 # Wine's own diagnostics would mix with the tests' output
-export WINEDLLOVERRIDES="mscoree,mshtml="  # no Mono or Gecko install prompt when the prefix is made
+export WINEDLLOVERRIDES="mscoree,mshtml=;winemenubuilder.exe=d"  # no Mono/Gecko prompt, no menus
 unset DISPLAY WAYLAND_DISPLAY || true      # console programs: no window system, even where one runs
 wineserver=$(dirname "$wine")/wineserver
 [ -x "$wineserver" ] || wineserver=wineserver
