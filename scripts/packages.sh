@@ -12,6 +12,11 @@ PURGATORY_PACKAGES=(
   kcat python3 python3-kafka python3-confluent-kafka curl procps gnuplot-nox chromium
   doxygen pkg-config
 )
+# What the portability builds add (scripts/test installs them only for those presets): clang's
+# libc++ for `libcxx`; the MinGW-w64 cross compiler (posix threads) and Wine to run its tests for
+# `windows` (Boost, doctest and fmt come from the packages above, header-only).
+PURGATORY_PACKAGES_LIBCXX=(clang libc++-14-dev libc++abi-14-dev)
+PURGATORY_PACKAGES_WINDOWS=(g++-mingw-w64-x86-64-posix wine64 util-linux)
 
 ensure_packages() {
   local missing=()

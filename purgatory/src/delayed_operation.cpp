@@ -18,14 +18,16 @@ namespace {
 
 // Exceptions try_complete() threw while this thread held an operation's lock, oldest first: each
 // is reported once the thread releases that lock's last hold, so that the error handler runs with
-// no lock held (a holder is a thread, so the thread that threw is the one that reports).
+// no lock held (a holder is a thread, so the thread that threw is the one that reports). Made on
+// the first such error and freed once all are reported, so that nothing is left to clean up when
+// the thread ends (a thread_local vector's destructor crashes MinGW builds, GCC PR 80816).
 struct HeldError {
   const DelayedOperation* op;
   boost::intrusive_ptr<detail::WatchRegistry> registry;  // null: not watched, to stderr
   std::uint32_t slot;                                    // the registry's (hold_error())
   std::exception_ptr error;
 };
-thread_local std::vector<HeldError> t_held_errors;
+thread_local std::vector<HeldError>* t_held_errors = nullptr;
 
 void print_error(const std::exception_ptr& error, std::string_view where) noexcept {
   try {
@@ -252,8 +254,13 @@ void DelayedOperation::report(std::exception_ptr error, std::string_view where) 
 
 void DelayedOperation::hold_error(std::exception_ptr error) noexcept {
   try {
-    t_held_errors.push_back({this, nullptr, 0, std::move(error)});
+    if (t_held_errors == nullptr) t_held_errors = new std::vector<HeldError>();
+    t_held_errors->push_back({this, nullptr, 0, std::move(error)});
   } catch (...) {
+    if (t_held_errors != nullptr && t_held_errors->empty()) {
+      delete t_held_errors;
+      t_held_errors = nullptr;
+    }
     // Out of memory: say so here rather than call the error handler under the lock.
     std::fputs("purgatory: out of memory; an exception from try_complete() was dropped\n", stderr);
     return;
@@ -261,7 +268,7 @@ void DelayedOperation::hold_error(std::exception_ptr error) noexcept {
   // The registry as it is now, under the lock: after the lock is released the operation may be
   // decided, and then registry_ belongs to the thread that finishes it.
   if (registry_ && watched_locked()) {
-    HeldError& held = t_held_errors.back();
+    HeldError& held = t_held_errors->back();
     held.registry.reset(registry_);
     held.slot = registry_->hold_error(*this);
   }
@@ -273,11 +280,17 @@ void DelayedOperation::report_held_errors() noexcept {
   // One at a time, taken out first: the handler may lock this operation again (and its last
   // unlock then reports what that hold added, after the ones kept here before).
   for (;;) {
-    const auto it = std::find_if(t_held_errors.begin(), t_held_errors.end(),
+    std::vector<HeldError>* errors = t_held_errors;
+    if (errors == nullptr) return;
+    const auto it = std::find_if(errors->begin(), errors->end(),
                                  [this](const HeldError& e) { return e.op == this; });
-    if (it == t_held_errors.end()) return;
+    if (it == errors->end()) return;
     HeldError held = std::move(*it);
-    t_held_errors.erase(it);
+    errors->erase(it);
+    if (errors->empty()) {
+      delete errors;
+      t_held_errors = nullptr;
+    }
     if (held.registry) {
       held.registry->report_held_error(*this, held.slot, std::move(held.error), "try_complete");
     } else {

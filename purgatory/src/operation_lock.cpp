@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "platform/atomic_wait.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
 
 namespace purgatory {
@@ -71,12 +72,12 @@ void OperationLock::lock_contended(std::uint64_t me) noexcept {
       continue;
     }
     PURGATORY_RACE_POINT("OperationLock::lock: marked a sleeper, before the wait");
-    word_.wait(w | kSleepers, std::memory_order_relaxed);
+    platform::wait_while_equal(word_, w | kSleepers, std::memory_order_relaxed);
   }
 }
 
 void OperationLock::wake_one() noexcept {
-  word_.notify_one();
+  platform::wake_one(word_);
 }
 
 }  // namespace purgatory

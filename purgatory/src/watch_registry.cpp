@@ -9,6 +9,7 @@
 #include <new>
 #include <utility>
 
+#include "platform/atomic_wait.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
 #include "purgatory/timer/detail/task_pool.hpp"
 
@@ -34,7 +35,7 @@ std::atomic<std::uint32_t> g_finish_epoch{0};
 void wake_waiting_shutdowns() noexcept {
   if (g_shutdowns_waiting.load() == 0) return;
   g_finish_epoch.fetch_add(1);
-  g_finish_epoch.notify_all();
+  platform::wake_all(g_finish_epoch);
 }
 
 }  // namespace
@@ -133,7 +134,7 @@ void PurgatoryState::wait_finished(const std::uint64_t* decided) noexcept {
       PURGATORY_RACE_POINT("PurgatoryState::wait_finished: epoch read, before the counts");
       const std::uint64_t expected = decided[slot] + finishing_[slot].held.load();
       if (finishing_[slot].done.load() + own >= expected) break;
-      g_finish_epoch.wait(epoch);
+      platform::wait_while_equal(g_finish_epoch, epoch, std::memory_order_seq_cst);
     }
   }
   g_shutdowns_waiting.fetch_sub(1);

@@ -3,7 +3,10 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <version>
+#if defined(__cpp_lib_jthread)
 #include <stop_token>
+#endif
 #include <string>
 #include <thread>
 #include <utility>
@@ -97,6 +100,7 @@ TEST_CASE("async_wait_outcome with use_future: the future holds the outcome (shu
   CHECK(outcome.get() == Outcome::shut_down);
 }
 
+#if defined(__cpp_lib_jthread)
 TEST_CASE("async_wait_outcome: a stop request withdraws the operation from the purgatory") {
   ManualPurgatory<int> p;
   boost::asio::io_context io;
@@ -187,6 +191,15 @@ TEST_CASE("async_wait_outcome: a cancelled wait lets the operation go when its o
   }
   CHECK(destroyed);
 }
+#else
+TEST_CASE(
+    "async_wait_outcome: the std::stop_token forms are left out: this standard library has no "
+    "<stop_token>") {
+  MESSAGE(
+      "no <stop_token> (__cpp_lib_jthread): the std::stop_token overloads and their tests "
+      "are not built");
+}
+#endif  // __cpp_lib_jthread
 
 TEST_CASE("async_wait_outcome: a second wait on one operation throws, its handler never runs") {
   ManualPurgatory<int> p;
@@ -202,6 +215,7 @@ TEST_CASE("async_wait_outcome: a second wait on one operation throws, its handle
   CHECK(c.seen == std::vector<Seen>{{error_code(), Outcome::shut_down}});
 }
 
+#if defined(__cpp_lib_jthread)
 TEST_CASE("async_wait_outcome: 1000 waits raced by checks, timeouts and stops end once each") {
   // Invariants: every wait completes exactly once; a successful one reports the operation's own
   // outcome, an aborted one Outcome::pending; every operation leaves the purgatory exactly once
@@ -255,8 +269,10 @@ TEST_CASE("async_wait_outcome: 1000 waits raced by checks, timeouts and stops en
   CHECK(m.watched == 0);
   CHECK(m.delayed == 0);
 }
+#endif  // __cpp_lib_jthread
 
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
+#if defined(__cpp_lib_jthread)
 TEST_CASE("co_await async_wait_outcome(use_awaitable): completed resumes, stopped is aborted") {
   ManualPurgatory<int> p;
   boost::asio::io_context io;
@@ -293,6 +309,7 @@ TEST_CASE("co_await async_wait_outcome(use_awaitable): completed resumes, stoppe
   CHECK(p.purgatory.watched() == 0);
   CHECK(cancelled->completions == 0);
 }
+#endif  // __cpp_lib_jthread
 #endif
 
 #if BOOST_VERSION >= 107700

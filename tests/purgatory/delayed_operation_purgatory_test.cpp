@@ -90,7 +90,7 @@ TEST_CASE("an operation already completed is not watched") {
 
 TEST_CASE(
     "shutdown: every waiting operation gets exactly one outcome and later calls are refused") {
-  auto manual = std::make_unique<ManualTimer>();
+  auto manual = std::make_unique<SharedManualTimer>();
   DelayedOperationPurgatory<int> purgatory(manual->timer);
   std::vector<MockRef> ops;
   for (int i = 0; i < 10; ++i) {
@@ -201,7 +201,7 @@ TEST_CASE("callback exceptions go to on_callback_error with the callback's name"
 
 TEST_CASE("a timeout the timer refuses (max_pending 1) expires the operation at once") {
   ManualClock clock;
-  TimerOptions to = ManualTimer::options(clock);
+  TimerOptions to = SharedManualTimer::options(clock);
   to.max_pending = 1;
   auto timer = std::make_shared<SystemTimer>(to);
   DelayedOperationPurgatory<int> purgatory(timer);

@@ -16,9 +16,12 @@ namespace purgatory::test {
 
 using namespace std::chrono_literals;
 
-// A timer driven by hand, tasks run inline on the thread that calls advance().
-struct ManualTimer {
-  ManualTimer() : timer(std::make_shared<SystemTimer>(options(clock))) {}
+// A timer driven by hand, tasks run inline on the thread that calls advance(); held by shared_ptr,
+// as a purgatory takes it. Not timer_test_support.hpp's ManualTimer (which holds its timer by
+// value): two suites link both helpers, so their names must differ (one definition rule;
+// tests/support/helpers_compile_together.cpp keeps it so).
+struct SharedManualTimer {
+  SharedManualTimer() : timer(std::make_shared<SystemTimer>(options(clock))) {}
 
   static TimerOptions options(const ManualClock& c) {
     TimerOptions o;
@@ -42,7 +45,7 @@ struct ManualPurgatory {
   explicit ManualPurgatory(PurgatoryOptions options = {}) : purgatory(manual.timer, options) {}
   void advance(Nanos by) { manual.advance(by); }
 
-  ManualTimer manual;
+  SharedManualTimer manual;
   DelayedOperationPurgatory<Key> purgatory;
 };
 

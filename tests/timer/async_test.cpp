@@ -3,7 +3,10 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <version>
+#if defined(__cpp_lib_jthread)
 #include <stop_token>
+#endif
 #include <thread>
 #include <vector>
 
@@ -90,6 +93,7 @@ TEST_CASE("async_wait with use_future: the future becomes ready only after the 1
   CHECK_NOTHROW(done.get());
 }
 
+#if defined(__cpp_lib_jthread)
 TEST_CASE("async_wait with use_future: a cancelled wait throws operation_aborted from get()") {
   ManualTimer m;
   std::stop_source stop;
@@ -162,6 +166,15 @@ TEST_CASE("async_wait: one stop source cancels several waits, each once") {
   io.poll();
   CHECK(c.seen == std::vector<error_code>{kAborted, kAborted, kAborted, error_code()});
 }
+#else
+TEST_CASE(
+    "async_wait: the std::stop_token forms are left out: this standard library has no "
+    "<stop_token>") {
+  MESSAGE(
+      "no <stop_token> (__cpp_lib_jthread): the std::stop_token overloads and their tests "
+      "are not built");
+}
+#endif  // __cpp_lib_jthread
 
 TEST_CASE("async_wait: close() completes a pending wait with operation_aborted") {
   ManualTimer m;
@@ -185,6 +198,7 @@ TEST_CASE("async_wait throws what add() throws and then never calls the handler"
   CHECK(c.seen.empty());
 }
 
+#if defined(__cpp_lib_jthread)
 TEST_CASE("async_wait: 2000 waits raced by stop requests from another thread end exactly once") {
   // Invariant: every wait completes exactly once, aborted or not. The stops (every other wait,
   // last first) land before, during and after the initiating calls, while the real timer (reaper
@@ -214,8 +228,9 @@ TEST_CASE("async_wait: 2000 waits raced by stop requests from another thread end
   CHECK(aborted <= kWaits / 2);
   CHECK(timer.size() == 0);
 }
+#endif  // __cpp_lib_jthread
 
-#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+#if defined(BOOST_ASIO_HAS_CO_AWAIT) && defined(__cpp_lib_jthread)
 TEST_CASE("co_await async_wait(use_awaitable) resumes after 20 ms, a stopped one gets aborted") {
   ManualTimer m;
   boost::asio::io_context io;

@@ -505,8 +505,8 @@ TEST_CASE("SystemTimer::add_at: absolute deadlines, past ones at once, never ear
   CHECK(future->runs == 0);
   m.advance(1ms);
   CHECK(future->runs == 1);
-  auto far = purgatory::make_task<CountingTask>();
-  CHECK_THROWS_WITH_AS(m.timer.add_at(far, SystemTimer::kMaxDelay + 1s),
+  auto distant = purgatory::make_task<CountingTask>();
+  CHECK_THROWS_WITH_AS(m.timer.add_at(distant, SystemTimer::kMaxDelay + 1s),
                        doctest::Contains("more than the maximum delay"), std::invalid_argument);
-  CHECK_FALSE(far->is_pending());
+  CHECK_FALSE(distant->is_pending());
 }

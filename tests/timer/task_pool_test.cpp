@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include "platform/thread_exit.hpp"
 #include "purgatory/timer/timer_task.hpp"
 
 namespace {
@@ -36,14 +37,21 @@ bool block_intact(const void* b, std::size_t size, std::uint64_t v) {
   return true;
 }
 
-// Allocates from the pool in its destructor. Made before the thread's first use of the pool, it
-// is destroyed after the pool's per-thread heap was flushed: then the thread is exiting.
-struct AllocatesWhileExiting {
+// Allocates from the pool when its thread ends, in a thread-exit hook (the platform layer's, the
+// one the pool's own cleanup uses). Registered before the thread's first use of the pool, it runs
+// after the pool's hook flushed the thread's heap (hooks run last registered first): then the
+// thread is exiting.
+struct AllocatesWhileExiting : purgatory::platform::ThreadExitHook {
   std::vector<std::pair<void*, std::uint64_t>>* kept = nullptr;  // handed to another thread
   std::atomic<int>* corrupted = nullptr;
   std::uint64_t id = 0;
-  ~AllocatesWhileExiting() {
-    if (kept == nullptr) return;
+
+  AllocatesWhileExiting() { run = &allocate_while_exiting; }
+  static void allocate_while_exiting(ThreadExitHook& hook) noexcept {
+    auto& self = static_cast<AllocatesWhileExiting&>(hook);
+    self.allocate();
+  }
+  void allocate() {
     for (std::uint64_t i = 0; i < 300; ++i) {
       void* b = pool_allocate(kExitingSize);
       const std::uint64_t v = (id << 32) | i;
@@ -57,7 +65,6 @@ struct AllocatesWhileExiting {
     }
   }
 };
-thread_local AllocatesWhileExiting t_exiting;
 
 }  // namespace
 
@@ -279,13 +286,16 @@ TEST_CASE(
     const std::size_t orphans_before = purgatory::detail::pool_orphan_allocations();
     constexpr int kThreads = 2;
     std::vector<std::vector<std::pair<void*, std::uint64_t>>> kept(kThreads);
+    std::vector<AllocatesWhileExiting> exiting(kThreads);
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
-        // Made first, so destroyed last: after the pool's heap of this thread has ended.
-        t_exiting.kept = &kept[static_cast<std::size_t>(t)];
-        t_exiting.corrupted = &corrupted;
-        t_exiting.id = round * kThreads + static_cast<std::uint64_t>(t) + 1;
+        // Registered first, so run last: after the pool's heap of this thread has ended.
+        AllocatesWhileExiting& hook = exiting[static_cast<std::size_t>(t)];
+        hook.kept = &kept[static_cast<std::size_t>(t)];
+        hook.corrupted = &corrupted;
+        hook.id = round * kThreads + static_cast<std::uint64_t>(t) + 1;
+        CHECK(purgatory::platform::at_thread_exit(hook));
         for (int i = 0; i < 100; ++i)  // the thread's own heap, in use before it exits
           pool_deallocate(pool_allocate(kExitingSize), kExitingSize);
       });

@@ -1,10 +1,9 @@
 #include "purgatory/timer/executor.hpp"
 
-#include <pthread.h>
-
-#include <algorithm>
 #include <cstdio>
+#include <utility>
 
+#include "platform/thread_name.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
 
 namespace purgatory {
@@ -47,9 +46,7 @@ void ExpiredBatch::run_all() noexcept {
 }
 
 ThreadExecutor::ThreadExecutor(std::string name) {
-  worker_ = std::thread([this] { work(); });
-  name.resize(std::min<std::size_t>(name.size(), 15));
-  pthread_setname_np(worker_.native_handle(), name.c_str());
+  worker_ = platform::start_named_thread(std::move(name), [this] { work(); });
 }
 
 ThreadExecutor::~ThreadExecutor() {

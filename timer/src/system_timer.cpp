@@ -1,11 +1,11 @@
 #include "purgatory/timer/system_timer.hpp"
 
+#include "platform/thread_exit.hpp"
+#include "platform/thread_name.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
 #include "purgatory/timer/detail/thread_slot.hpp"
 #include "purgatory/timer/periodic_task.hpp"
 #include "timer_base.hpp"
-
-#include <pthread.h>
 
 #include <algorithm>
 #include <bit>
@@ -36,20 +36,23 @@ SlotTable& slot_table() {
 struct ThreadSlot {
   std::uint32_t slot = kUnassigned;   // what the thread uses (a test may set it)
   std::uint32_t owned = kUnassigned;  // what it took from the table, given back at its end
-  ~ThreadSlot() {
-    if (owned == kUnassigned) return;
-    SlotTable& t = slot_table();
-    const std::lock_guard<std::mutex> guard(t.mu);
-    t.used[owned] = false;
-  }
 };
-thread_local ThreadSlot t_slot;
-// t_slot.slot again, in a thread_local with no destructor: reading it needs no check that the
-// thread's destructor list was set up (t_slot's every use does), so the add path reads just this.
+void give_back(ThreadSlot& s) noexcept {
+  if (s.owned == kUnassigned) return;
+  SlotTable& t = slot_table();
+  const std::lock_guard<std::mutex> guard(t.mu);
+  t.used[s.owned] = false;
+}
+// The thread's ThreadSlot, given back when the thread ends.
+using ThreadSlots = platform::PerThread<ThreadSlot, &give_back>;
+// The slot again, in a plain thread_local: the add path reads just this, with no check that the
+// thread's cleanup was registered (ThreadSlots::get() makes that check).
 thread_local std::uint32_t t_fast_slot = kUnassigned;
 
 std::uint32_t assign_thread_slot() noexcept {
-  if (t_slot.slot == kUnassigned) {
+  ThreadSlot* ts = ThreadSlots::get();
+  if (ts == nullptr) return 0;  // the thread is ending (its slot was given back): share slot 0
+  if (ts->slot == kUnassigned) {
     SlotTable& t = slot_table();
     const std::lock_guard<std::mutex> guard(t.mu);
     const auto free = std::find(t.used.begin(), t.used.end(), false);
@@ -60,15 +63,15 @@ std::uint32_t assign_thread_slot() noexcept {
       } else {
         *free = true;
       }
-      t_slot.owned = slot;
+      ts->owned = slot;
     } catch (...) {
       // Out of memory: share slot 0 (correct, only less spread).
       return 0;
     }
-    t_slot.slot = slot;
+    ts->slot = slot;
   }
-  t_fast_slot = t_slot.slot;
-  return t_slot.slot;
+  t_fast_slot = ts->slot;
+  return ts->slot;
 }
 
 }  // namespace
@@ -80,7 +83,7 @@ std::uint32_t timer_thread_slot() noexcept {
 
 void set_timer_thread_slot(std::uint32_t slot) noexcept {
   (void)timer_thread_slot();  // takes (and later gives back) a slot of its own as usual
-  t_slot.slot = slot;
+  if (ThreadSlot* ts = ThreadSlots::get()) ts->slot = slot;
   t_fast_slot = slot;
 }
 
@@ -239,10 +242,7 @@ SystemTimer::SystemTimer(TimerOptions options)
   if (owns_executor_) executor_ = std::make_shared<ThreadExecutor>("exec-" + name_);
   clock_->add_waiter(this);
   if (options.driver == TimerOptions::Driver::reaper_thread) {
-    reaper_ = std::thread([this] { reaper_loop(); });
-    std::string thread_name = "reaper-" + name_;
-    thread_name.resize(std::min<std::size_t>(thread_name.size(), 15));
-    pthread_setname_np(reaper_.native_handle(), thread_name.c_str());
+    reaper_ = platform::start_named_thread("reaper-" + name_, [this] { reaper_loop(); });
   }
 }
 
@@ -532,7 +532,7 @@ bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained, const std::int
     // The clock read after the count: a manual clock advanced before the count was taken is seen
     // here, one advanced after it changes the count. (With the time read before, an advance in
     // between was neither: the driver slept on a stale time until the next advance, for ever.)
-    now = std::max(now, clock_->now().count());
+    now = std::max<std::int64_t>(now, clock_->now().count());
     const auto next = next_wake(now);
     const bool act = next && *next <= now;
     const bool stop =
@@ -626,7 +626,7 @@ bool SystemTimer::service(std::int64_t now) {
       }
     }
     if (!more) break;
-    now = std::max(now, clock_->now().count());  // time moved on while we worked
+    now = std::max<std::int64_t>(now, clock_->now().count());  // time moved on while we worked
   }
   if (draining_.load()) wake_drivers();  // a drain() may be waiting for the wheels to empty
   return any_due;

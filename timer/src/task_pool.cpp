@@ -1,13 +1,15 @@
 #include "purgatory/timer/detail/task_pool.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <new>
+
+#include "platform/aligned_memory.hpp"
+#include "platform/thread_exit.hpp"
+#include "purgatory/timer/detail/platform.hpp"
 
 namespace purgatory::detail {
 namespace {
@@ -121,12 +123,9 @@ struct ClassHeap {
   std::uint32_t until_scan = kScanEvery;
 };
 
-// One thread's heap. Trivially destructible, so that it stays usable while the thread's other
-// thread_local objects are destroyed; Flusher hands its slabs on when the thread ends.
+// One thread's heap (ThreadHeap below); flush() hands its slabs on when the thread ends.
 struct Heap {
   std::array<ClassHeap, kClasses> classes{};
-  bool registered = false;
-  bool ended = false;
 };
 
 std::atomic<std::size_t> g_mapped{0};
@@ -153,7 +152,7 @@ Shared& shared() {
 void unmap(Slab* s) noexcept {
   const std::size_t bytes = s->bytes;
   s->~Slab();
-  ::munmap(s, bytes);
+  platform::release_aligned(s, bytes, kSlabAlign);
   g_mapped.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
@@ -198,18 +197,10 @@ Slab* map_slab(std::size_t bytes, std::size_t cls, Heap* owner) noexcept {
       return s;
     }
   }
-  // Reserve enough to find an aligned start, then give back what lies outside the slab.
-  const std::size_t reserve = bytes + kSlabAlign;
-  void* p = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  const auto base = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t start = (base + kSlabAlign - 1) & ~(kSlabAlign - 1);
-  if (start > base) ::munmap(p, start - base);
-  if (const std::uintptr_t end = base + reserve; end > start + bytes) {
-    ::munmap(reinterpret_cast<void*>(start + bytes), end - (start + bytes));
-  }
+  void* p = platform::reserve_aligned(bytes, kSlabAlign);
+  if (p == nullptr) return nullptr;
   g_mapped.fetch_add(bytes, std::memory_order_relaxed);
-  auto* s = new (reinterpret_cast<void*>(start)) Slab();
+  auto* s = new (p) Slab();
   init(s, bytes, cls, owner);
   return s;
 }
@@ -280,7 +271,7 @@ void* take(Slab* s) noexcept {
   // that the next allocation and the constructor after it do not each wait for a transfer.
   if (auto* next = reinterpret_cast<const char*>(s->local); next != nullptr) {
     for (std::size_t at = 0; at < s->block_bytes; at += 64)
-      __builtin_prefetch(next + at, 1);
+      prefetch_for_write(next + at);
   }
   return b;
 }
@@ -288,7 +279,7 @@ void* take(Slab* s) noexcept {
 void* carve(Slab* s) noexcept {
   if (s->bump + s->block_bytes > s->populated) {
     const std::size_t n = std::min<std::size_t>(kPopulateBytes, s->limit - s->populated);
-    (void)::madvise(s->populated, n, MADV_POPULATE_WRITE);
+    platform::prepare_for_write(s->populated, n);
     s->populated += n;
   }
   void* b = s->bump;
@@ -377,27 +368,12 @@ void flush(Heap& h) noexcept {
   }
 }
 
-thread_local Heap t_heap;
-
-struct Flusher {
-  Flusher() = default;
-  Flusher(const Flusher&) = delete;
-  Flusher& operator=(const Flusher&) = delete;
-  ~Flusher() {
-    t_heap.ended = true;  // blocks allocated from here on come from the shared orphan heap
-    flush(t_heap);
-  }
-};
-thread_local Flusher t_flusher;
+// The calling thread's heap, flushed when the thread ends; null from then on (blocks allocated
+// from there come from the shared orphan heap).
+using ThreadHeap = platform::PerThread<Heap, &flush>;
 
 Heap* heap() noexcept {
-  Heap& h = t_heap;
-  if (h.ended) return nullptr;
-  if (!h.registered) {
-    h.registered = true;
-    (void)&t_flusher;  // constructs it: its destructor runs when the thread ends
-  }
-  return &h;
+  return ThreadHeap::get();
 }
 
 }  // namespace

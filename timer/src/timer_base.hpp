@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "purgatory/timer/detail/adaptive_mutex.hpp"
+#include "purgatory/timer/detail/platform.hpp"
 #include "purgatory/timer/system_timer.hpp"
 #include "purgatory/timer/timing_wheel.hpp"
 

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "platform/checked_math.hpp"
+
 namespace purgatory {
 namespace {
 
@@ -14,7 +16,7 @@ constexpr std::int64_t kMaxTime = std::numeric_limits<std::int64_t>::max();
 
 std::int64_t saturating_mul(std::int64_t a, std::int64_t b) noexcept {
   std::int64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? kMaxTime : r;
+  return platform::multiply_checked(a, b, r) ? r : kMaxTime;
 }
 
 }  // namespace

@@ -19,7 +19,8 @@
 /// io_context busy.
 ///
 /// Cancelling the wait cancels the operation. Boost 1.74's Asio has no cancellation slots (they
-/// came in 1.77), so the cancellable form takes a C++20 std::stop_token before the token; with
+/// came in 1.77), so the cancellable form takes a C++20 std::stop_token before the token (where the
+/// standard library has <stop_token>, as purgatory/timer/async.hpp says); with
 /// Boost >= 1.77 a cancellation slot associated with the handler works the same way. A request
 /// withdraws the operation from its purgatory exactly as
 /// DelayedOperationPurgatory::cancel_for_key() does: its timeout is cancelled, it leaves every key
@@ -43,7 +44,6 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
-#include <stop_token>
 #include <type_traits>
 
 #include <boost/asio/async_result.hpp>
@@ -149,7 +149,7 @@ class OutcomeRelay final : public OutcomeListener {
 template <Refusal R>
 struct InitiateOutcomeWait {
   template <class Handler>
-  void operator()(Handler&& handler, const OperationRef& op, std::stop_token stop) const {
+  void operator()(Handler&& handler, const OperationRef& op, StopToken stop) const {
     using Wait = OutcomeWait<std::decay_t<Handler>, R>;
     auto wait = std::make_shared<Wait>(std::forward<Handler>(handler));
     try {
@@ -174,7 +174,7 @@ struct InitiateOutcomeWait {
 };
 
 template <class CompletionToken>
-auto initiate_outcome_wait(CompletionToken&& token, const OperationRef& op, std::stop_token stop) {
+auto initiate_outcome_wait(CompletionToken&& token, const OperationRef& op, StopToken stop) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Outcome)>(
       InitiateOutcomeWait<Refusal::thrown>{}, token, op, std::move(stop));
 }
@@ -186,7 +186,7 @@ auto initiate_outcome_wait(CompletionToken&& token, const OperationRef& op, std:
 // which use_awaitable rethrows, and so the caller's co_await of this coroutine.
 template <class Executor>
 boost::asio::awaitable<Outcome, Executor> await_outcome(
-    OperationRef op, std::stop_token stop, boost::asio::use_awaitable_t<Executor> token,
+    OperationRef op, StopToken stop, boost::asio::use_awaitable_t<Executor> token,
     boost::system::error_code* redirect) {
   const auto [ec, outcome] =
       co_await boost::asio::async_initiate<boost::asio::use_awaitable_t<Executor>,
@@ -202,20 +202,20 @@ boost::asio::awaitable<Outcome, Executor> await_outcome(
 }
 
 template <class Executor>
-auto await_outcome(const OperationRef& op, std::stop_token stop,
+auto await_outcome(const OperationRef& op, StopToken stop,
                    boost::asio::use_awaitable_t<Executor> token) {
   return await_outcome(op, std::move(stop), token, nullptr);
 }
 
 template <class Executor>
-auto await_outcome(const OperationRef& op, std::stop_token stop,
+auto await_outcome(const OperationRef& op, StopToken stop,
                    boost::asio::redirect_error_t<boost::asio::use_awaitable_t<Executor>> token) {
   return await_outcome(op, std::move(stop), token.token_, &token.ec_);
 }
 #endif
 
 template <class CompletionToken>
-auto dispatch_outcome_wait(const OperationRef& op, std::stop_token stop, CompletionToken&& token) {
+auto dispatch_outcome_wait(const OperationRef& op, StopToken stop, CompletionToken&& token) {
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
   if constexpr (AwaitableToken<std::decay_t<CompletionToken>>::value) {
     return await_outcome(op, std::move(stop), token);
@@ -241,14 +241,18 @@ auto dispatch_outcome_wait(const OperationRef& op, std::stop_token stop, Complet
 template <class CompletionToken>
 auto async_wait_outcome(const OperationRef& op, CompletionToken&& token) {
   if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
-  return detail::dispatch_outcome_wait(op, std::stop_token(), std::forward<CompletionToken>(token));
+  return detail::dispatch_outcome_wait(op, detail::StopToken(),
+                                       std::forward<CompletionToken>(token));
 }
 
-/// As above; a stop requested on `stop` cancels the wait and withdraws the operation.
+#if defined(__cpp_lib_jthread)
+/// As above; a stop requested on `stop` cancels the wait and withdraws the operation. Where the
+/// standard library has <stop_token>.
 template <class CompletionToken>
 auto async_wait_outcome(const OperationRef& op, std::stop_token stop, CompletionToken&& token) {
   if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
   return detail::dispatch_outcome_wait(op, std::move(stop), std::forward<CompletionToken>(token));
 }
+#endif
 
 }  // namespace purgatory

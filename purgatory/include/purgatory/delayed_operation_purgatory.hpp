@@ -60,9 +60,8 @@
 #include "purgatory/errors.hpp"
 #include "purgatory/purgatory_metrics.hpp"
 #include "purgatory/purgatory_snapshot.hpp"
-#include "purgatory/timer/detail/adaptive_mutex.hpp"
+#include "purgatory/timer/detail/platform.hpp"
 #include "purgatory/timer/detail/pool_allocator.hpp"
-#include "purgatory/timer/detail/prefetch.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
 #include "purgatory/timer/system_timer.hpp"
 

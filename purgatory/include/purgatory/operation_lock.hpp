@@ -10,7 +10,8 @@
 /// One word, because every waiting request carries one: the owner's thread number, how many times
 /// it holds the lock, and whether anyone sleeps on it. Taking a free lock is one compare-and-swap,
 /// releasing it one exchange; a thread that finds it held spins briefly (the holder's sections are
-/// short), then sleeps on the word (std::atomic wait/notify) and is woken by the release.
+/// short), then sleeps on the word (std::atomic wait/notify, or the platform's stand-in where
+/// that is unsound) and is woken by the release.
 #pragma once
 
 #include <atomic>

@@ -4,7 +4,11 @@
 #include <cstdlib>
 #include <new>
 
+#if defined(__APPLE__)
+#include <malloc/malloc.h>
+#else
 #include <malloc.h>
+#endif
 
 #if defined(__SANITIZE_THREAD__)
 #define PURGATORY_COUNT_ALLOCATIONS 0
@@ -21,6 +25,18 @@
 
 namespace purgatory::contract {
 namespace {
+
+// What malloc really handed out for `p` (at least what was asked).
+std::size_t usable_size(void* p) noexcept {
+#if defined(_WIN32)
+  return ::_msize(p);
+#elif defined(__APPLE__)
+  return ::malloc_size(p);
+#else
+  return ::malloc_usable_size(p);
+#endif
+}
+
 std::atomic<std::int64_t> g_live{0};
 std::atomic<std::uint64_t> g_allocations{0};
 std::atomic<std::uint64_t> g_requested{0};
@@ -28,7 +44,7 @@ std::atomic<std::uint64_t> g_requested{0};
 void* counted_alloc(std::size_t size) {
   void* p = std::malloc(size == 0 ? 1 : size);
   if (p == nullptr) return nullptr;
-  g_live.fetch_add(static_cast<std::int64_t>(::malloc_usable_size(p)), std::memory_order_relaxed);
+  g_live.fetch_add(static_cast<std::int64_t>(usable_size(p)), std::memory_order_relaxed);
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   g_requested.fetch_add(size, std::memory_order_relaxed);
   return p;
@@ -36,7 +52,7 @@ void* counted_alloc(std::size_t size) {
 
 void counted_free(void* p) noexcept {
   if (p == nullptr) return;
-  g_live.fetch_sub(static_cast<std::int64_t>(::malloc_usable_size(p)), std::memory_order_relaxed);
+  g_live.fetch_sub(static_cast<std::int64_t>(usable_size(p)), std::memory_order_relaxed);
   std::free(p);
 }
 }  // namespace

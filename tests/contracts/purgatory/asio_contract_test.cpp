@@ -6,7 +6,10 @@
 #include <future>
 #include <memory>
 #include <stdexcept>
+#include <version>
+#if defined(__cpp_lib_jthread)
 #include <stop_token>
+#endif
 #include <thread>
 
 #include <doctest/doctest.h>
@@ -70,7 +73,11 @@ TEST_CASE(
     p.purgatory.try_complete_else_watch(op, {1});
   async_wait_outcome(completed, recorder(io.get_executor(), rc, completed.get()));
   async_wait_outcome(expired, recorder(io.get_executor(), re, expired.get()));
+#if defined(__cpp_lib_jthread)
   async_wait_outcome(shut, std::stop_token(), recorder(io.get_executor(), rs, shut.get()));
+#else
+  async_wait_outcome(shut, recorder(io.get_executor(), rs, shut.get()));
+#endif
   CHECK(completed->force_complete());
   CHECK(rc.calls == 0);  // never inline in the completing thread: posted
   p.advance(10ms);
@@ -138,6 +145,7 @@ TEST_CASE(
   CHECK_FALSE(on_completing_thread.load());
 }
 
+#if defined(__cpp_lib_jthread)
 TEST_CASE(
     "asio.hpp: a stop request withdraws the operation as cancel_for_key() does: timeout "
     "cancelled, every key left, counted in cancelled_total, no outcome, on_complete() does not "
@@ -404,8 +412,18 @@ TEST_CASE(
   CHECK(second.calls == 0);
   CHECK(null.calls == 0);
 }
+#else
+TEST_CASE(
+    "asio.hpp: the std::stop_token forms are left out: this standard library has no "
+    "<stop_token>") {
+  MESSAGE(
+      "no <stop_token> (__cpp_lib_jthread): the std::stop_token overloads and their tests "
+      "are not built");
+}
+#endif  // __cpp_lib_jthread
 
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
+#if defined(__cpp_lib_jthread)
 TEST_CASE(
     "asio.hpp: with use_awaitable, a second wait throws std::logic_error at its co_await, the "
     "coroutine catches it and the first wait still gets the outcome") {
@@ -455,6 +473,7 @@ TEST_CASE(
   CHECK_THROWS_AS((void)async_wait_outcome(OperationRef(), boost::asio::use_awaitable),
                   std::invalid_argument);
 }
+#endif  // __cpp_lib_jthread
 #endif
 
 TEST_CASE("asio.hpp: with use_future, the future holds the outcome") {

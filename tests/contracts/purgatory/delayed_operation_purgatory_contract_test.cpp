@@ -254,7 +254,7 @@ TEST_CASE(
     "[1, 65536] throw std::invalid_argument naming the value, shards round up to a power of two") {
   CHECK_THROWS_AS(DelayedOperationPurgatory<int>(std::shared_ptr<SystemTimer>{}),
                   std::invalid_argument);
-  ManualTimer manual;
+  SharedManualTimer manual;
   for (const std::size_t bad : {std::size_t{0}, std::size_t{65537}}) {
     PurgatoryOptions options;
     options.name = "bad";
@@ -280,7 +280,7 @@ TEST_CASE(
   ManualClock clock;
   PurgatoryOptions options;
   options.name = "produce";
-  options.timer = ManualTimer::options(clock);
+  options.timer = SharedManualTimer::options(clock);
   options.timer.name = TimerOptions{}.name;
   options.timer.tick = 2ms;
   {
@@ -295,7 +295,7 @@ TEST_CASE(
   DelayedOperationPurgatory<int> named(options);
   CHECK(named.timer().name() == "mine");
 
-  ManualTimer manual;
+  SharedManualTimer manual;
   {
     DelayedOperationPurgatory<int> sharing(manual.timer);
     auto op = probe(1s);
@@ -312,7 +312,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation_purgatory.hpp: the destructor shuts down: waiting operations complete with "
     "Outcome::shut_down") {
-  ManualTimer manual;
+  SharedManualTimer manual;
   auto op = probe(1s);
   {
     DelayedOperationPurgatory<int> p(manual.timer);
@@ -401,7 +401,7 @@ TEST_CASE(
     "delayed_operation_purgatory.hpp: if the timer refuses the timeout (closed, or at "
     "max_pending) the operation expires at once") {
   ManualClock clock;
-  TimerOptions to = ManualTimer::options(clock);
+  TimerOptions to = SharedManualTimer::options(clock);
   to.max_pending = 1;
   auto timer = std::make_shared<SystemTimer>(to);
   DelayedOperationPurgatory<int> p(timer);
@@ -450,7 +450,7 @@ void watch_expecting_copy_failure(P& purgatory, const ProbeRef& op,
 TEST_CASE(
     "delayed_operation_purgatory.hpp: refused when hashing a key throws: nothing stays behind, "
     "and a retry works") {
-  ManualTimer manual;
+  SharedManualTimer manual;
   DelayedOperationPurgatory<int, ThrowingHash> p(manual.timer);
   auto op = probe(1s);
   CHECK_THROWS_AS(p.try_complete_else_watch(op, {1, 666}), std::runtime_error);
@@ -463,7 +463,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation_purgatory.hpp: refused when copying a key throws after other keys were "
     "linked: nothing stays behind, checks meanwhile do not complete it, and a retry works") {
-  ManualTimer manual;
+  SharedManualTimer manual;
   DelayedOperationPurgatory<FragileKey, FragileKeyHash> p(manual.timer);
   auto op = probe(1s);
   const std::array<FragileKey, 2> keys{FragileKey(1), FragileKey(2)};
@@ -495,7 +495,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation_purgatory.hpp: refused when copying a key into the purgatory throws: "
     "nothing stays behind, and a retry works") {
-  ManualTimer manual;
+  SharedManualTimer manual;
   DelayedOperationPurgatory<FragileKey, FragileKeyHash> p(manual.timer);
   auto anchor = probe(1h);
   const std::array<FragileKey, 1> existing{FragileKey(1)};
@@ -520,7 +520,7 @@ TEST_CASE(
     "delayed_operation_purgatory.hpp: refused when the timer throws after the keys were linked "
     "(the operation is pending in another timer): nothing stays behind, and a retry works") {
   ManualPurgatory<int> p;
-  ManualTimer other;
+  SharedManualTimer other;
   auto op = probe(1s);
   other.timer->add(op, 1h);
   CHECK_THROWS_AS(p.purgatory.try_complete_else_watch(op, {1, 2, 3}), std::invalid_argument);
@@ -618,7 +618,7 @@ TEST_CASE(
     "thread waits while it runs") {
   PurgatoryOptions options;
   options.shards = 1;  // every key in one shard
-  ManualTimer manual;
+  SharedManualTimer manual;
   DelayedOperationPurgatory<int, ProbingHash> p(manual.timer, options);
   int calls = 0;
   int blocked = 0;
@@ -1036,7 +1036,7 @@ TEST_CASE(
     "already due keeps Outcome::expired (close() lets it run), the others are shut down") {
   ManualClock clock;
   PurgatoryOptions options;
-  options.timer = ManualTimer::options(clock);
+  options.timer = SharedManualTimer::options(clock);
   options.timer.executor = nullptr;  // the timer's own ThreadExecutor
   DelayedOperationPurgatory<int> p(options);
   // A task that keeps the executor busy, so the due timeout waits in its queue.

@@ -108,7 +108,7 @@ TEST_CASE(
     use_every_shard();
     errors.fetch_add(1);
   };
-  ManualTimer manual;
+  SharedManualTimer manual;
   DelayedOperationPurgatory<std::string> purgatory(manual.timer, options);
   fetches = &purgatory;
   std::atomic<bool> throw_once{false};
@@ -146,7 +146,7 @@ TEST_CASE(
 TEST_CASE(
     "README: a DelayedOperation subclass (try_complete, on_complete, on_expiration, as in Kafka) "
     "and a purgatory sharing the application's timer") {
-  ManualTimer manual;  // the timer a server would share between its purgatories
+  SharedManualTimer manual;  // the timer a server would share between its purgatories
   PurgatoryOptions produce_options;
   produce_options.name = "produce";
   PurgatoryOptions fetch_options;

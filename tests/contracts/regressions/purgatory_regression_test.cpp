@@ -42,7 +42,7 @@ TEST_CASE(
   ManualPurgatory<int> p;
   // The operation is a TimerTask already pending in another timer: the purgatory's add_at()
   // throws std::invalid_argument after linking its keys.
-  ManualTimer other;
+  SharedManualTimer other;
   auto op = mock(1s);
   other.timer->add(op, 1h);
   CHECK_THROWS_AS(p.purgatory.try_complete_else_watch(op, {1, 2, 3}), std::invalid_argument);
@@ -147,7 +147,7 @@ TEST_CASE(
     "regression (issue 11.4): shutdown() returns only after the callbacks of an operation "
     "already expiring on another thread have run (shared timer)") {
   for (int round = 0; round < 3; ++round) {
-    ManualTimer manual;
+    SharedManualTimer manual;
     DelayedOperationPurgatory<int> purgatory(manual.timer);
     std::atomic<bool> callback_done{false};
     Signal in_callback;

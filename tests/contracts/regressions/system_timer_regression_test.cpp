@@ -25,8 +25,8 @@ TEST_CASE(
     "regression (issue 11.1): add_at(now + kMaxDelay) is accepted while the wheel's clock lags "
     "the real one") {
   ManualTimer m;
-  auto far = purgatory::make_task<CountingTask>();
-  m.timer.add(far, 1h);  // something pending: the wheel no longer catches up for free on add
+  auto distant = purgatory::make_task<CountingTask>();
+  m.timer.add(distant, 1h);  // something pending: the wheel no longer catches up for free on add
   m.clock.advance(5ms);  // the clock moves, nothing expires: the wheel's time stays behind
   auto longest = purgatory::make_task<CountingTask>();
   CHECK_NOTHROW(m.timer.add_at(longest, m.clock.now() + SystemTimer::kMaxDelay));

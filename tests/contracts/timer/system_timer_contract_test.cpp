@@ -115,7 +115,7 @@ TEST_CASE(
   std::size_t next = 0;
   for (int step = 0; step < 8000; ++step) {
     if (step < 2000 && step % 6 == 0 && next < due.size()) {
-      const Nanos delay{static_cast<long>(rng() % 5'000'000'000ULL)};  // up to 5 s
+      const Nanos delay{static_cast<Nanos::rep>(rng() % 5'000'000'000ULL)};  // up to 5 s
       due[next].deadline = m.clock.now() + delay;
       m.timer.add(tasks[next], delay);
       ++next;
@@ -440,8 +440,8 @@ TEST_CASE(
     "at once when a driver is waiting") {
   SUBCASE("external driver: the next advance_clock()") {
     ManualTimer m;
-    auto far = purgatory::make_task<CountingTask>();
-    m.timer.add(far, 1h);  // the wheel is not empty: it does not catch up on add
+    auto distant = purgatory::make_task<CountingTask>();
+    m.timer.add(distant, 1h);  // the wheel is not empty: it does not catch up on add
     m.clock.advance(100ms);
     auto past = purgatory::make_task<CountingTask>();
     m.timer.add_at(past, 50ms);
@@ -954,7 +954,7 @@ TEST_CASE(
         std::mt19937_64 rng(seed * 31 + static_cast<std::uint64_t>(u));
         for (int op = 0; op < 400; ++op) {
           auto& t = tasks[rng() % tasks.size()];
-          const Nanos delay{static_cast<long>(rng() % 4'000'000) - 500'000};
+          const Nanos delay{static_cast<Nanos::rep>(rng() % 4'000'000) - 500'000};
           switch (rng() % 7) {
             case 0:
               timer.add(t, delay);

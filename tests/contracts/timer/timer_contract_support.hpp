@@ -2,8 +2,6 @@
 // for tests whose failure would be a deadlock, and an allocation counter.
 #pragma once
 
-#include <pthread.h>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -12,13 +10,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "../../timer/timer_test_support.hpp"
 #include "../contract_support.hpp"
+#include "platform/thread_name.hpp"
 #include "purgatory/timer/executor.hpp"
 
 // ThreadSanitizer (clang's __has_feature, g++'s __SANITIZE_THREAD__).
@@ -145,9 +148,24 @@ class PoolExecutor final : public Executor {
 
 // The calling thread's name (Linux keeps 15 characters).
 inline std::string thread_name() {
-  char name[32] = {};
-  pthread_getname_np(pthread_self(), name, sizeof(name));
-  return name;
+  return platform::this_thread_name();
+}
+
+// The names of this process's threads (Linux keeps 15 characters), read from /proc: Linux only,
+// nullopt elsewhere (the tests that count threads by name then say so and skip that check).
+inline std::optional<std::multiset<std::string>> process_thread_names() {
+#if defined(__linux__)
+  std::multiset<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.insert(name);
+  }
+  return names;
+#else
+  return std::nullopt;
+#endif
 }
 
 // Aborts the process, naming the test, if not disarmed within `limit`: a test whose failure mode

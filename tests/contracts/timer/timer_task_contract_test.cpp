@@ -305,7 +305,7 @@ TEST_CASE(
           tasks.push_back(purgatory::make_task<Outcome>());
         for (int c = 0; c < kCycles && !stuck[o]; ++c) {
           for (int i = 0; i < kTasksPerOwner; ++i) {
-            timer.add(tasks[i], Nanos{static_cast<long>(rng() % 3'000'000)});
+            timer.add(tasks[i], Nanos{static_cast<Nanos::rep>(rng() % 3'000'000)});
             ++adds[o];
           }
           for (int i = 0; i < kTasksPerOwner; ++i) {

@@ -31,6 +31,10 @@
 ///   stop.request_stop();  // from any thread: the task is cancelled, handler(operation_aborted)
 /// @endcode
 ///
+/// The std::stop_token overloads exist where the standard library has <stop_token> (it defines
+/// __cpp_lib_jthread: libstdc++ 10 and later, MSVC; not libc++ 14, which Apple's and LLVM's clang
+/// shipped until libc++ 17/18); the rest of this header is the same everywhere.
+///
 /// Cancellation is a request, as in Asio: a stop that comes once the task has started running
 /// changes nothing, and the wait succeeds. A stop requested before the call cancels it at once.
 /// With Boost >= 1.77, a cancellation slot associated with the handler (bind_cancellation_slot,
@@ -45,8 +49,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <stop_token>
 #include <type_traits>
+#include <version>
+#if defined(__cpp_lib_jthread)
+#include <stop_token>
+#endif
 
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -74,6 +81,16 @@
 namespace purgatory {
 
 namespace detail {
+
+#if defined(__cpp_lib_jthread)
+using StopToken = std::stop_token;
+#else
+// Where the standard library has no <stop_token>: a token that can never be stopped, so that the
+// waits' plumbing is the same everywhere (only the public overloads taking one are missing).
+struct StopToken {
+  [[nodiscard]] bool stop_possible() const noexcept { return false; }
+};
+#endif
 
 // A cancellation request for an object that may already be gone: calls `fn` on it if it lives.
 struct CancelRequest {
@@ -150,7 +167,7 @@ class AsyncCompletion {
   // 1.77), to cancel(target). Returns whether any can come. `target` owns this object; the
   // requests hold it weakly, so a request after it died does nothing.
   bool watch_cancellation(std::weak_ptr<void> target, void (*cancel)(void*) noexcept,
-                          std::stop_token stop) {
+                          StopToken stop) {
     bool cancellable = false;
 #if BOOST_VERSION >= 107700
     slot_ = boost::asio::get_associated_cancellation_slot(handler_);
@@ -159,11 +176,17 @@ class AsyncCompletion {
       cancellable = true;
     }
 #endif
+#if defined(__cpp_lib_jthread)
     if (stop.stop_possible()) {
       // May call cancel() right here, when the stop was already requested.
       on_stop_.emplace(std::move(stop), CancelRequest{std::move(target), cancel});
       cancellable = true;
     }
+#else
+    (void)stop;
+    (void)target;
+    (void)cancel;
+#endif
     return cancellable;
   }
 
@@ -179,8 +202,10 @@ class AsyncCompletion {
 #if BOOST_VERSION >= 107700
   boost::asio::associated_cancellation_slot_t<Handler> slot_;
 #endif
+#if defined(__cpp_lib_jthread)
   // Deregisters from the stop state when this object dies.
   std::optional<std::stop_callback<CancelRequest>> on_stop_;
+#endif
 };
 
 // How a wait reports that SystemTimer::add() refused it.
@@ -280,7 +305,7 @@ class TimerWaitTask final : public TimerTask {
 template <Refusal R>
 struct InitiateTimerWait {
   template <class Handler>
-  void operator()(Handler&& handler, SystemTimer* timer, Nanos delay, std::stop_token stop) const {
+  void operator()(Handler&& handler, SystemTimer* timer, Nanos delay, StopToken stop) const {
     using Wait = TimerWait<std::decay_t<Handler>, R>;
     auto wait = std::make_shared<Wait>(std::forward<Handler>(handler));
     wait->completion().watch_cancellation(wait, &Wait::request_cancel, std::move(stop));
@@ -309,7 +334,7 @@ struct InitiateTimerWait {
 // async_wait() with any token: a refusal throws from the initiating call.
 template <class CompletionToken>
 auto initiate_timer_wait(CompletionToken&& token, SystemTimer* timer, Nanos delay,
-                         std::stop_token stop) {
+                         StopToken stop) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
       InitiateTimerWait<Refusal::thrown>{}, token, timer, delay, std::move(stop));
 }
@@ -332,7 +357,7 @@ struct AwaitableToken<boost::asio::redirect_error_t<boost::asio::use_awaitable_t
 // stored in `redirect` as redirect_error does.
 template <class Executor>
 boost::asio::awaitable<void, Executor> await_timer_wait(
-    SystemTimer* timer, Nanos delay, std::stop_token stop,
+    SystemTimer* timer, Nanos delay, StopToken stop,
     boost::asio::use_awaitable_t<Executor> token, boost::system::error_code* redirect) {
   const boost::system::error_code ec =
       co_await boost::asio::async_initiate<boost::asio::use_awaitable_t<Executor>,
@@ -346,17 +371,33 @@ boost::asio::awaitable<void, Executor> await_timer_wait(
 }
 
 template <class Executor>
-auto await_timer_wait(SystemTimer* timer, Nanos delay, std::stop_token stop,
+auto await_timer_wait(SystemTimer* timer, Nanos delay, StopToken stop,
                       boost::asio::use_awaitable_t<Executor> token) {
   return await_timer_wait(timer, delay, std::move(stop), token, nullptr);
 }
 
 template <class Executor>
-auto await_timer_wait(SystemTimer* timer, Nanos delay, std::stop_token stop,
+auto await_timer_wait(SystemTimer* timer, Nanos delay, StopToken stop,
                       boost::asio::redirect_error_t<boost::asio::use_awaitable_t<Executor>> token) {
   return await_timer_wait(timer, delay, std::move(stop), token.token_, &token.ec_);
 }
 #endif
+
+// async_wait(), whichever the token.
+template <class CompletionToken>
+auto dispatch_timer_wait(SystemTimer& timer, Nanos delay, StopToken stop,
+                         CompletionToken&& token) {
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+  if constexpr (AwaitableToken<std::decay_t<CompletionToken>>::value) {
+    return await_timer_wait(&timer, delay, std::move(stop), token);
+  } else {
+    return initiate_timer_wait(std::forward<CompletionToken>(token), &timer, delay,
+                               std::move(stop));
+  }
+#else
+  return initiate_timer_wait(std::forward<CompletionToken>(token), &timer, delay, std::move(stop));
+#endif
+}
 
 }  // namespace detail
 
@@ -371,25 +412,19 @@ auto await_timer_wait(SystemTimer* timer, Nanos delay, std::stop_token stop,
 /// Boost 1.74 runs a coroutine token's initiation inside a noexcept function: async_wait() handles
 /// these two tokens so that a refusal reaches the co_await; another token built on use_awaitable
 /// would meet std::terminate() there.
+#if defined(__cpp_lib_jthread)
 template <class CompletionToken>
 auto async_wait(SystemTimer& timer, Nanos delay, std::stop_token stop, CompletionToken&& token) {
-#if defined(BOOST_ASIO_HAS_CO_AWAIT)
-  if constexpr (detail::AwaitableToken<std::decay_t<CompletionToken>>::value) {
-    return detail::await_timer_wait(&timer, delay, std::move(stop), token);
-  } else {
-    return detail::initiate_timer_wait(std::forward<CompletionToken>(token), &timer, delay,
-                                       std::move(stop));
-  }
-#else
-  return detail::initiate_timer_wait(std::forward<CompletionToken>(token), &timer, delay,
-                                     std::move(stop));
-#endif
+  return detail::dispatch_timer_wait(timer, delay, std::move(stop),
+                                     std::forward<CompletionToken>(token));
 }
+#endif
 
-/// As above, without a stop_token.
+/// As above, without a stop_token (where the standard library has no <stop_token>, the only form).
 template <class CompletionToken>
 auto async_wait(SystemTimer& timer, Nanos delay, CompletionToken&& token) {
-  return async_wait(timer, delay, std::stop_token(), std::forward<CompletionToken>(token));
+  return detail::dispatch_timer_wait(timer, delay, detail::StopToken(),
+                                     std::forward<CompletionToken>(token));
 }
 
 }  // namespace purgatory

@@ -19,6 +19,7 @@
 
 #include <boost/intrusive/list.hpp>
 
+#include "purgatory/timer/detail/platform.hpp"
 #include "purgatory/timer/timer_task.hpp"
 
 namespace purgatory {
@@ -67,7 +68,7 @@ class TimerTaskList {
       if (stripe.empty()) continue;
       TimerTask& task = stripe.front();
       stripe.pop_front();
-      if (!stripe.empty()) __builtin_prefetch(&stripe.front(), 1);
+      if (!stripe.empty()) detail::prefetch_for_write(&stripe.front());
       --size_;
       if (counter_ != nullptr) --*counter_;
       return &task;

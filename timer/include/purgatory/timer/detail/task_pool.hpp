@@ -12,9 +12,10 @@
 // fresh space without atomics or locks; a block freed by its owner goes back on that list, one
 // freed by any other thread is pushed on the slab's given-back stack (one compare-and-swap), which
 // the owner takes whole. A thread's slabs of a class double in size from 64 KiB to 2 MiB, and
-// their fresh memory is faulted in 256 KiB at a time with one system call (MADV_POPULATE_WRITE).
+// their fresh memory is faulted in 256 KiB at a time with one system call where the system has
+// one (Linux's MADV_POPULATE_WRITE).
 //
-// Memory: a slab whose blocks are all free is released (munmap; at most two empty 2 MiB slabs are
+// Memory: a slab whose blocks are all free is released (unmapped; at most two empty 2 MiB slabs are
 // kept for reuse) when its owner next looks at its slabs: every 4096 of its allocations of that
 // class, and when the thread ends. A thread that ends with blocks still in use leaves their slabs
 // to the next thread that needs a slab of that class. So a burst's memory is returned after it
