@@ -197,7 +197,9 @@ class DelayedOperation : public TimerTask {
   bool errors_held_ = false;         // guarded by lock_: report_held_errors() on the last unlock
   std::uint32_t num_nodes_ = 0;      // guarded by lock_
   std::uint32_t registry_slot_ = 0;  // guarded by lock_: the registry's bookkeeping
-  Nanos watched_since_{0};           // written under lock_, atomically (snapshot() reads it)
+  // Until a watch commits (a clock never reads negative: a clock at 0 is a time like any other).
+  static constexpr Nanos kNotWatched{-1};
+  Nanos watched_since_{kNotWatched};  // written under lock_, atomically (snapshot() reads it)
   // Guarded by lock_ while pending. Not reference counted while watched (the purgatory outlives
   // every operation it watches); finish() holds a reference while it runs.
   detail::WatchRegistry* registry_ = nullptr;

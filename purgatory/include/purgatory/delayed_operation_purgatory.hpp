@@ -252,12 +252,13 @@ class DelayedOperationPurgatory {
   // key count. No operation lock is taken and no callback, Hash or KeyEqual runs. Nothing is
   // recorded on the watch/complete paths for it: when never called it costs nothing.
   // An operation still being set up (linked, its watch not yet committed) is counted in
-  // `waiting` but not listed. Works after shutdown() too (then it finds nothing).
+  // `waiting` but not listed. Works after shutdown() too (then it finds nothing). Throws what
+  // allocating the snapshot or copying a key throws, having changed nothing.
   [[nodiscard]] PurgatorySnapshot<Key> snapshot(SnapshotLimits limits = {}) const {
     PurgatorySnapshot<Key> snap;
-    snap.now = state_->clock().now();
     snap.keys.reserve(std::min<std::size_t>(limits.max_keys, 1024));
     for (std::size_t i = 0; i <= mask_; ++i) {
+      PURGATORY_RACE_POINT("DelayedOperationPurgatory::snapshot: before reading a shard");
       Shard& shard = shards_[i];
       const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
       snap.keys_total += shard.entries.size();
@@ -271,13 +272,23 @@ class DelayedOperationPurgatory {
         for (const detail::WatchNode& node : it->second.nodes) {
           if (entry.operations.size() >= limits.max_operations_per_key) break;
           // Linked here, so not yet unwatched: its node array and timeout are stable.
-          const Nanos since = Access::watched_since_relaxed(*node.op);
-          if (since == Nanos::zero()) continue;  // being set up: counted, not listed
+          const Nanos since = Access::watched_since_published(*node.op);
+          if (since < Nanos::zero()) continue;  // being set up: counted, not listed
           const Nanos timeout = node.op->timeout();
           entry.operations.push_back({since, since + std::max(timeout, Nanos::zero()), timeout,
                                       static_cast<std::uint32_t>(Access::nodes(*node.op).size())});
         }
       }
+    }
+    // Read after every shard: each listed watched_since was read from the clock before it was
+    // published, so none is later than this (no negative age).
+    snap.now = state_->clock().now();
+    // A key's list is in the order operations joined it; watches on several threads may commit
+    // their clock reads in another order: the listing goes by watched_since (outside the locks).
+    for (auto& entry : snap.keys) {
+      std::stable_sort(
+          entry.operations.begin(), entry.operations.end(),
+          [](const auto& a, const auto& b) { return a.watched_since < b.watched_since; });
     }
     return snap;
   }
