@@ -26,21 +26,28 @@
 
 namespace purgatory {
 
-// Receives the exceptions that escape TimerTask::run(). Thread-safe (called from executors).
+// Receives the exceptions that escape TimerTask::run() (and Executor::execute(), see
+// SystemTimer). Thread-safe (called from executors).
 using TaskErrorHandler = std::function<void(const TimerTask& task, std::exception_ptr error)>;
+
+namespace detail {
+struct BatchContext;  // the timer's side of its batches: error handler, batches in flight
+}
 
 // Expired tasks, ready to run. Move-only. run_all() runs each task unless its run was withdrawn
 // meanwhile (cancel(), or the task re-added to a new deadline): that decision and the start of
 // the run are one atomic step, so a run and a successful cancel() never both happen.
 // Destroying a batch without running it drops those runs (the tasks are then neither run nor
 // cancelled): executors must not do that except when the process shuts down.
+// A batch counts as in flight at its timer from the moment its first task expires until run_all()
+// returns or the batch is destroyed: SystemTimer::drain() waits for that.
 // Thread-compatible: one thread runs a batch.
 class ExpiredBatch {
  public:
   ExpiredBatch() = default;
-  ExpiredBatch(ExpiredBatch&&) noexcept = default;
-  ExpiredBatch& operator=(ExpiredBatch&&) noexcept = default;
-  ~ExpiredBatch() = default;
+  ExpiredBatch(ExpiredBatch&& other) noexcept;
+  ExpiredBatch& operator=(ExpiredBatch&& other) noexcept;
+  ~ExpiredBatch();
 
   // Runs the tasks on the calling thread, then empties the batch (its memory is kept for reuse).
   // Order: a task whose deadline falls in an earlier tick runs before one of a later tick; tasks
@@ -59,8 +66,11 @@ class ExpiredBatch {
   };
   // Moves the task from `ticket` to idle, the start of its run; false if the run was withdrawn.
   static bool claim(TimerTask& task, std::uint32_t ticket) noexcept;
+  // No longer in flight (run, or dropped): tells a drain() waiting for the last one.
+  void land() noexcept;
   std::vector<Job> jobs_;
-  std::shared_ptr<const TaskErrorHandler> on_error_;
+  std::shared_ptr<detail::BatchContext> context_;
+  bool in_flight_ = false;  // counted in context_'s batches in flight
 };
 
 // An executor for expired tasks. Implementations are thread-safe.
@@ -68,7 +78,9 @@ class Executor {
  public:
   virtual ~Executor() = default;
   // Arranges for batch.run_all() to be called once: now, or later after moving the batch out.
-  // Called without any timer lock held.
+  // Called without any timer lock held. An exception escaping it goes to the timer's
+  // TaskErrorHandler (with the batch's first task), and the tasks of a batch it did not take
+  // run at once on the calling thread instead: none is lost.
   virtual void execute(ExpiredBatch& batch) = 0;
   // Called once by SystemTimer::close() on the executor the timer created itself: runs what is
   // already queued, then releases resources. Batches given after that run on the caller's thread.
