@@ -28,13 +28,15 @@ constexpr std::uint32_t kUnassigned = std::numeric_limits<std::uint32_t>::max();
 // Slots of the live threads: a thread takes the lowest free one and gives it back when it ends,
 // so the threads alive at any time hold distinct, dense slots and spread evenly over the bases
 // (short-lived threads do not pile up on one base). Never destroyed: threads may end after
-// static destructors ran.
+// static destructors ran. Built in static storage, not on the heap: assign_thread_slot() is
+// noexcept, and out of memory it must still find the table.
 struct SlotTable {
   std::mutex mu;
   std::vector<bool> used;  // guarded by mu
 };
-SlotTable& slot_table() {
-  static auto* table = new SlotTable;
+SlotTable& slot_table() noexcept {
+  alignas(SlotTable) static unsigned char storage[sizeof(SlotTable)];
+  static SlotTable* const table = new (storage) SlotTable();
   return *table;
 }
 
