@@ -23,7 +23,8 @@
 // Exceptions escaping a callback are caught and reported to the purgatory's error handler (or
 // stderr when not watched); an exception from try_complete() counts as "not complete", and is
 // reported once the operation's lock is released (by the thread that releases it), so that the
-// handler, too, runs with no lock of this operation or of the purgatory held.
+// handler, too, runs with no lock of this operation or of the purgatory held. (Out of memory to
+// keep it until then, it is printed to stderr instead.)
 #pragma once
 
 #include <atomic>

@@ -24,12 +24,22 @@
 //
 // Errors (exceptions): std::invalid_argument for a null operation or empty keys,
 // OperationAlreadyWatched, PurgatoryShutDown for any call but the getters after shutdown().
+// Out of memory (std::bad_alloc) leaves nothing half done: try_complete_else_watch() is refused
+// (see there); check_and_complete() and cancel_for_key() throw before they check or withdraw
+// anything (they copy the key's list first); snapshot() and metrics() throw having changed
+// nothing; force_complete(), the expiry and shutdown() do not allocate, and so cannot fail.
 //
 // Locks: a shard lock is held only to link, unlink or copy a key's list, never around
 // try_complete(), the callbacks or the error handler. The key map does run Hash, KeyEqual and
 // Key's copy constructor under it (and under the operation's lock, while watching), so those must
 // not call into the purgatory. Lock order is operation, then shard. See delayed_operation.hpp for
 // the locks around callbacks.
+//
+// Hash, KeyEqual and Key's copy constructor run only where an exception can be reported by the
+// call that ran them: a watch (refused, as for any exception), check_and_complete(),
+// cancel_for_key() (thrown before anything is checked or withdrawn) and snapshot() (thrown,
+// nothing changed). A key whose list empties is erased without them (by the address of the map's
+// own key), so a completion, an expiry or shutdown() never runs them.
 #pragma once
 
 #include <algorithm>
@@ -41,6 +51,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -299,11 +310,32 @@ class DelayedOperationPurgatory {
   static constexpr std::size_t kMinShrinkBuckets = 1024;
   static constexpr std::size_t kRecentSlots = 64;
 
+  // The key map's Hash and KeyEqual: the user's, and a lookup of the map's own key by its address
+  // and the hash it had when linked (OwnKey). unlink() erases a key whose list emptied that way,
+  // running no user code: it cannot report an exception (it runs inside completions).
+  struct OwnKey {
+    const Key* key;
+    std::size_t hash;
+  };
+  struct MapHash {
+    using is_transparent = void;
+    std::size_t operator()(const Key& k) const noexcept(noexcept(Hash{}(k))) { return Hash{}(k); }
+    std::size_t operator()(const OwnKey& k) const noexcept { return k.hash; }
+  };
+  struct MapEqual {
+    using is_transparent = void;
+    bool operator()(const Key& a, const Key& b) const noexcept(noexcept(KeyEqual{}(a, b))) {
+      return KeyEqual{}(a, b);
+    }
+    bool operator()(const OwnKey& a, const Key& b) const noexcept { return a.key == &b; }
+    bool operator()(const Key& a, const OwnKey& b) const noexcept { return &a == b.key; }
+  };
+
   struct alignas(64) Shard {
     detail::AdaptiveMutex mu;
     // Entries come from the pool: a key's entry is often made by a watching thread and freed by a
     // completing one (see pool_allocator.hpp).
-    std::unordered_map<Key, detail::WatchList, Hash, KeyEqual,
+    std::unordered_map<Key, detail::WatchList, MapHash, MapEqual,
                        detail::PoolAllocator<std::pair<const Key, detail::WatchList>>>
         entries;                          // guarded by mu
     bool closed = false;                  // guarded by mu
@@ -489,6 +521,7 @@ class DelayedOperationPurgatory {
       auto [it, inserted] = shard.entries.try_emplace(key);
       if (inserted) {
         it->second.key = &it->first;
+        it->second.hash = static_cast<std::size_t>(h);
         it->second.shard = static_cast<std::uint32_t>(index);
         it->second.recent_slot = recent_slot;
       }
@@ -528,13 +561,19 @@ class DelayedOperationPurgatory {
       if (slot.load(std::memory_order_relaxed) == list) {
         slot.store(nullptr, std::memory_order_relaxed);
       }
-      // Erase through an iterator: erasing by a reference to the entry's own key is not safe.
-      shard.entries.erase(shard.entries.find(*static_cast<const Key*>(list->key)));
+      // Erase through an iterator: erasing by a reference to the entry's own key is not safe. Found
+      // by the key's address and linked hash: no Hash or KeyEqual runs here.
+      shard.entries.erase(
+          shard.entries.find(OwnKey{static_cast<const Key*>(list->key), list->hash}));
       // Bucket arrays never shrink by themselves: after a burst of keys, give the memory back
       // (amortized O(1): it takes a 16x fall in size between two shrinks).
       const std::size_t buckets = shard.entries.bucket_count();
       if (buckets > kMinShrinkBuckets && shard.entries.size() * 8 < buckets) {
-        shard.entries.rehash(shard.entries.size() * 2);
+        try {
+          shard.entries.rehash(shard.entries.size() * 2);
+        } catch (const std::bad_alloc&) {
+          // Out of memory for the smaller array: keep the larger one (unlink cannot fail).
+        }
       }
     }
   }
