@@ -163,21 +163,9 @@ struct InitiateOutcomeWait {
   void operator()(Handler&& handler, const OperationRef& op, std::stop_token stop,
                   CompletionMemory* reserved) const {
     using Wait = OutcomeWait<std::decay_t<Handler>, R>;
-    CompletionMemory memory = reserved != nullptr ? std::move(*reserved) : CompletionMemory();
-    std::shared_ptr<Wait> wait;
-    try {
-      prepare_executor(handler);
-      wait = std::make_shared<Wait>(std::forward<Handler>(handler), std::move(memory));
-    } catch (...) {  // out of memory, before the handler moved
-      if constexpr (R == Refusal::completed) {
-        post_completion(boost::asio::get_associated_executor(handler), memory,
-                        std::forward<Handler>(handler), std::current_exception(),
-                        boost::system::error_code(), Outcome::pending);
-        return;
-      } else {
-        throw;
-      }
-    }
+    const std::shared_ptr<Wait> wait =
+        make_wait<Wait, R>(std::forward<Handler>(handler), reserved, Outcome::pending);
+    if (!wait) return;  // refused out of memory: the handler has the exception
     try {
       op->set_outcome_listener(std::make_unique<OutcomeRelay<std::decay_t<Handler>, R>>(wait));
     } catch (...) {

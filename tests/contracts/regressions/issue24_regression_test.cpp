@@ -144,6 +144,14 @@ TEST_CASE(
 
 using Snapshot = PurgatorySnapshot<int>;
 
+// A schedule that runs `action` the first time a thread reaches `point`, and never pauses.
+RaceSchedule::Options once_at(const char* point, std::function<void()> action) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  return {.pause_probability = 0, .actions = {{point, [done, action = std::move(action)] {
+                                                 if (!done->exchange(true)) action();
+                                               }}}};
+}
+
 // A purgatory on a manual clock, tasks inline.
 struct SnapshotFixture {
   ManualClock clock;
@@ -173,14 +181,11 @@ TEST_CASE(
   SnapshotFixture f;
   auto a = waiting_operation();
   auto b = waiting_operation();
-  std::atomic<bool> done{false};
   RaceSchedule schedule(
-      {.pause_probability = 0,
-       .actions = {{"DelayedOperationPurgatory::watch: linked a key, before the next", [&] {
-                      if (done.exchange(true)) return;
-                      f.purgatory.try_complete_else_watch(b, {7});
-                      f.clock.advance(1ms);
-                    }}}});
+      once_at("DelayedOperationPurgatory::watch: linked a key, before the next", [&] {
+        f.purgatory.try_complete_else_watch(b, {7});
+        f.clock.advance(1ms);
+      }));
   f.purgatory.try_complete_else_watch(a, {7});
   const Snapshot snap = f.purgatory.snapshot();
   REQUIRE(snap.keys.size() == 1);
@@ -197,14 +202,10 @@ TEST_CASE(
   // An operation watched (at 5 ms) while the snapshot is under way, before it reads the shard.
   SnapshotFixture f;
   auto late = waiting_operation();
-  std::atomic<bool> done{false};
-  RaceSchedule schedule(
-      {.pause_probability = 0,
-       .actions = {{"DelayedOperationPurgatory::snapshot: before reading a shard", [&] {
-                      if (done.exchange(true)) return;
-                      f.clock.advance(5ms);
-                      f.purgatory.try_complete_else_watch(late, {3});
-                    }}}});
+  RaceSchedule schedule(once_at("DelayedOperationPurgatory::snapshot: before reading a shard", [&] {
+    f.clock.advance(5ms);
+    f.purgatory.try_complete_else_watch(late, {3});
+  }));
   const Snapshot snap = f.purgatory.snapshot();
   REQUIRE(snap.keys.size() == 1);
   REQUIRE(snap.keys[0].operations.size() == 1);

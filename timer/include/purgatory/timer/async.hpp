@@ -309,6 +309,30 @@ enum class Refusal {
   completed,
 };
 
+// Makes a wait's shared state (`Wait`: a TimerWait, or purgatory/asio.hpp's OutcomeWait) owning
+// `handler` and the completion's memory: `reserved` (a coroutine token's, see await_timer_wait())
+// or allocated here. Out of memory, with Refusal::thrown it throws (the handler untouched, never
+// called); with Refusal::completed, whose initiation must not throw, it posts handler(exception,
+// error_code(), refusal...) with the memory reserved and returns null.
+template <class Wait, Refusal R, class Handler, class... RefusalArgs>
+std::shared_ptr<Wait> make_wait(Handler&& handler, CompletionMemory* reserved,
+                                RefusalArgs... refusal) {
+  CompletionMemory memory = reserved != nullptr ? std::move(*reserved) : CompletionMemory();
+  try {
+    prepare_executor(handler);
+    return std::make_shared<Wait>(std::forward<Handler>(handler), std::move(memory));
+  } catch (...) {  // before the handler moved: make_shared allocates first
+    if constexpr (R == Refusal::completed) {
+      post_completion(boost::asio::get_associated_executor(handler), memory,
+                      std::forward<Handler>(handler), std::current_exception(),
+                      boost::system::error_code(), refusal...);
+      return nullptr;
+    } else {
+      throw;
+    }
+  }
+}
+
 // One async_wait: its completion, and the task it waits for, as far as cancelling needs it.
 // Shared by the task, the cancellation requests (weakly) and the initiating call. Thread-safe.
 template <class Handler, Refusal R>
@@ -405,38 +429,15 @@ struct InitiateTimerWait {
                   CompletionMemory* reserved) const {
     using Wait = TimerWait<std::decay_t<Handler>, R>;
     using Task = TimerWaitTask<std::decay_t<Handler>, R>;
-    CompletionMemory memory = reserved != nullptr ? std::move(*reserved) : CompletionMemory();
-    std::shared_ptr<Wait> wait;
-    try {
-      prepare_executor(handler);
-      wait = std::make_shared<Wait>(std::forward<Handler>(handler), std::move(memory));
-    } catch (...) {  // out of memory, before the handler moved
-      if constexpr (R == Refusal::completed) {
-        post_completion(boost::asio::get_associated_executor(handler), memory,
-                        std::forward<Handler>(handler), std::current_exception(),
-                        boost::system::error_code());
-        return;
-      } else {
-        throw;
-      }
-    }
+    const std::shared_ptr<Wait> wait = make_wait<Wait, R>(std::forward<Handler>(handler), reserved);
+    if (!wait) return;  // refused out of memory: the handler has the exception
     wait->completion().watch_cancellation(wait, &Wait::request_cancel, std::move(stop));
     boost::intrusive_ptr<Task> task;
     try {
       task.reset(new Task(wait));
-    } catch (...) {
-      if constexpr (R == Refusal::completed) {
-        wait->completion().complete(std::current_exception(), boost::system::error_code());
-        return;
-      } else {
-        wait->completion().abandon();
-        throw;
-      }
-    }
-    // A stop requested before the call: never added (with a delay <= 0 the task could run inside
-    // add()). Dropping the task completes the wait with operation_aborted.
-    if (wait->cancel_requested()) return;
-    try {
+      // A stop requested before the call: never added (with a delay <= 0 the task could run
+      // inside add()). Dropping the task completes the wait with operation_aborted.
+      if (wait->cancel_requested()) return;
       timer->add(task, delay);
     } catch (...) {
       if constexpr (R == Refusal::completed) {
