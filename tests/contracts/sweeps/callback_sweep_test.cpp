@@ -374,8 +374,9 @@ TEST_CASE(
   reports.emplace_back(
       "purgatory", callback_sweep("purgatory: operation and key callbacks", &purgatory_scenario));
   std::array<std::uint64_t, 9> thrown{};
-  for (const auto& [name, r] : reports) {
-    INFO(name);
+  for (const auto& named : reports) {
+    const Report& r = named.second;
+    INFO(named.first);
     CHECK(r.clean_calls > 0);
     CHECK(r.runs == r.clean_calls);  // each call of the clean run threw once
     std::string problems;
