@@ -133,11 +133,14 @@ Report run_sweep(const char* name, Scenario scenario) {
   }
   std::printf(
       "allocation sweep: %-44s %4llu allocations, each failed once (%llu runs); from the k-th "
-      "on: %llu runs, %llu allocations failed\n",
+      "on: %llu runs, %llu allocations failed; %llu problems%s%s\n",
       name, static_cast<unsigned long long>(report.clean_allocations),
       static_cast<unsigned long long>(report.transient_runs),
       static_cast<unsigned long long>(report.persistent_runs),
-      static_cast<unsigned long long>(report.persistent_failed));
+      static_cast<unsigned long long>(report.persistent_failed),
+      static_cast<unsigned long long>(report.problem_count),
+      report.problems.empty() ? "" : ", first: ",
+      report.problems.empty() ? "" : report.problems.front().c_str());
   std::fflush(stdout);
   std::set_terminate(previous);
   return report;
