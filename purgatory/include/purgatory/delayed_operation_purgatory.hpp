@@ -77,6 +77,17 @@
 
 namespace purgatory {
 
+namespace detail {
+// libstdc++ keeps each entry's hash in an unordered_map whose hash may throw or is slow
+// (std::hash<std::string>): the purgatory's key map keeps the layout Hash would give it.
+template <class Hash>
+#if defined(__GLIBCXX__)
+inline constexpr bool kSlowHash = !std::__is_fast_hash<Hash>::value;
+#else
+inline constexpr bool kSlowHash = false;
+#endif
+}  // namespace detail
+
 // Thread-safe: every member may be called from any thread, including from an operation's
 // callbacks, except that shutdown() (and so the destructor) must not be called from a task run by
 // a timer the purgatory owns (closing it would wait for that task).
@@ -319,7 +330,10 @@ class DelayedOperationPurgatory {
   };
   struct MapHash {
     using is_transparent = void;
-    std::size_t operator()(const Key& k) const noexcept(noexcept(Hash{}(k))) { return Hash{}(k); }
+    // "May throw" for a slow Hash too: the map keeps the layout it has with Hash itself.
+    static constexpr bool kNoexcept =
+        noexcept(Hash{}(std::declval<const Key&>())) && !detail::kSlowHash<Hash>;
+    std::size_t operator()(const Key& k) const noexcept(kNoexcept) { return Hash{}(k); }
     std::size_t operator()(const OwnKey& k) const noexcept { return k.hash; }
   };
   struct MapEqual {
