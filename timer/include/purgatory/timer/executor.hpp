@@ -78,9 +78,10 @@ class Executor {
  public:
   virtual ~Executor() = default;
   // Arranges for batch.run_all() to be called once: now, or later after moving the batch out.
-  // Called without any timer lock held. An exception escaping it goes to the timer's
-  // TaskErrorHandler (with the batch's first task), and the tasks of a batch it did not take
-  // run at once on the calling thread instead: none is lost.
+  // Called without any timer lock held. Should not throw: if it does, having left the batch, the
+  // exception goes to the timer's TaskErrorHandler (with the batch's first task) and the batch
+  // runs at once on the calling thread (none of its tasks is lost); having taken the batch, the
+  // exception is printed to stderr (naming the timer) and the batch is the executor's.
   virtual void execute(ExpiredBatch& batch) = 0;
   // Called once by SystemTimer::close() on the executor the timer created itself: runs what is
   // already queued, then releases resources. Batches given after that run on the caller's thread.
