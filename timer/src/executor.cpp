@@ -3,10 +3,42 @@
 #include <cstdio>
 #include <utility>
 
+#include "batch_context.hpp"
 #include "platform/thread_name.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
 
 namespace purgatory {
+
+ExpiredBatch::ExpiredBatch(ExpiredBatch&& other) noexcept
+    : jobs_(std::move(other.jobs_)),
+      context_(std::move(other.context_)),
+      in_flight_(std::exchange(other.in_flight_, false)) {}
+
+ExpiredBatch& ExpiredBatch::operator=(ExpiredBatch&& other) noexcept {
+  if (this != &other) {
+    const ExpiredBatch dropped(std::move(*this));
+    jobs_ = std::move(other.jobs_);
+    context_ = std::move(other.context_);
+    in_flight_ = std::exchange(other.in_flight_, false);
+  }
+  return *this;
+}
+
+ExpiredBatch::~ExpiredBatch() {
+  jobs_.clear();  // the tasks' references first: a drain() woken below finds them released
+  land();
+}
+
+void ExpiredBatch::land() noexcept {
+  if (!std::exchange(in_flight_, false)) return;
+  detail::BatchContext& context = *context_;
+  // Sequentially consistent with drain()'s store of `watched` and its read of the count: either
+  // it sees this decrement, or we see it watching and wake it.
+  if (context.in_flight.fetch_sub(1) == 1 && context.watched.load()) {
+    const std::lock_guard<std::mutex> guard(context.mu);
+    if (context.timer != nullptr) context.timer->on_clock_advanced();  // "look again"
+  }
+}
 
 bool ExpiredBatch::claim(TimerTask& task, std::uint32_t ticket) noexcept {
   std::uint64_t w = task.word_.load(std::memory_order_acquire);
@@ -34,7 +66,7 @@ void ExpiredBatch::run_all() noexcept {
         task.run();
       } catch (...) {
         try {
-          if (on_error_ && *on_error_) (*on_error_)(task, std::current_exception());
+          if (context_ && context_->on_error) context_->on_error(task, std::current_exception());
         } catch (...) {
           std::fputs("purgatory: the task error handler threw; error dropped\n", stderr);
         }
@@ -43,6 +75,7 @@ void ExpiredBatch::run_all() noexcept {
     job.task.reset();
   }
   jobs_.clear();
+  land();
 }
 
 ThreadExecutor::ThreadExecutor(std::string name) {

@@ -7,7 +7,17 @@
 namespace purgatory::detail {
 namespace {
 std::atomic<RacePointHook> g_hook{nullptr};
+std::atomic<AllocationFaultHook> g_fault_hook{nullptr};
 }  // namespace
+
+void set_allocation_fault_hook(AllocationFaultHook hook) noexcept {
+  g_fault_hook.store(hook, std::memory_order_release);
+}
+
+bool allocation_fault() noexcept {
+  const AllocationFaultHook hook = g_fault_hook.load(std::memory_order_acquire);
+  return hook != nullptr && hook();
+}
 
 void set_race_point_hook(RacePointHook hook) noexcept {
   g_hook.store(hook, std::memory_order_release);

@@ -1,5 +1,6 @@
 #include "purgatory/timer/system_timer.hpp"
 
+#include "batch_context.hpp"
 #include "platform/thread_exit.hpp"
 #include "platform/thread_name.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
@@ -8,9 +9,13 @@
 #include "timer_base.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <cassert>
 #include <cstdio>
+#include <exception>
 #include <limits>
+#include <new>
 
 #include <fmt/format.h>
 
@@ -23,13 +28,15 @@ constexpr std::uint32_t kUnassigned = std::numeric_limits<std::uint32_t>::max();
 // Slots of the live threads: a thread takes the lowest free one and gives it back when it ends,
 // so the threads alive at any time hold distinct, dense slots and spread evenly over the bases
 // (short-lived threads do not pile up on one base). Never destroyed: threads may end after
-// static destructors ran.
+// static destructors ran. Built in static storage, not on the heap: assign_thread_slot() is
+// noexcept, and out of memory it must still find the table.
 struct SlotTable {
   std::mutex mu;
   std::vector<bool> used;  // guarded by mu
 };
-SlotTable& slot_table() {
-  static auto* table = new SlotTable;
+SlotTable& slot_table() noexcept {
+  alignas(SlotTable) static unsigned char storage[sizeof(SlotTable)];
+  static SlotTable* const table = new (storage) SlotTable();
   return *table;
 }
 
@@ -102,6 +109,11 @@ constexpr std::size_t kAheadSlice = 256;
 // A coarse bucket this small is moved down in one step, not spread over its window.
 constexpr std::size_t kAheadMinChunk = 256;
 constexpr std::size_t kMaxBases = 1024;
+// drain(): periodic tasks taken from a base per hold of its lock (references on the stack, so that
+// drain() allocates nothing to find them).
+constexpr std::size_t kPeriodicChunk = 64;
+// close(): room reserved for tasks an add() links while close() is under way.
+constexpr std::size_t kCloseSlack = 64;
 
 Nanos checked_tick(Nanos tick) {
   if (tick <= Nanos::zero() || tick > std::chrono::hours(24)) {
@@ -123,8 +135,7 @@ std::size_t checked_bases(std::size_t bases) {
   return std::bit_ceil(bases);
 }
 
-std::shared_ptr<const TaskErrorHandler> make_error_handler(TaskErrorHandler handler,
-                                                           const std::string& name) {
+TaskErrorHandler make_error_handler(TaskErrorHandler handler, const std::string& name) {
   if (!handler) {
     handler = [name](const TimerTask&, std::exception_ptr error) {
       std::string what = "unknown exception";
@@ -137,7 +148,28 @@ std::shared_ptr<const TaskErrorHandler> make_error_handler(TaskErrorHandler hand
       fmt::print(stderr, "purgatory: timer '{}': a task threw: {}\n", name, what);
     };
   }
-  return std::make_shared<const TaskErrorHandler>(std::move(handler));
+  return handler;
+}
+
+// What an exception says, for stderr; never throws.
+const char* what_of(const std::exception_ptr& error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "a non-std exception";
+  }
+}
+
+// Takes out the earliest task of a closed timer's wheel (null when it is empty).
+TimerTask* take_one(TimingWheel& wheel) noexcept {
+  TimerTask* taken = nullptr;
+  (void)wheel.expire_due(kForever, [&taken](TimerTask& t) {
+    taken = &t;
+    return false;
+  });
+  return taken;
 }
 
 // The state a task takes when handed to an executor: the next sequence number, phase queued.
@@ -226,7 +258,8 @@ SystemTimer::SystemTimer(TimerOptions options)
       tick_(checked_tick(options.tick)),
       max_pending_(options.max_pending),
       executor_(std::move(options.executor)),
-      on_error_(make_error_handler(std::move(options.on_task_error), name_)),
+      batches_(std::make_shared<detail::BatchContext>(
+          make_error_handler(std::move(options.on_task_error), name_))),
       armed_(kNobody),
       external_until_(kNobody) {
   const std::size_t bases = checked_bases(options.bases);
@@ -242,12 +275,17 @@ SystemTimer::SystemTimer(TimerOptions options)
   if (owns_executor_) executor_ = std::make_shared<ThreadExecutor>("exec-" + name_);
   clock_->add_waiter(this);
   if (options.driver == TimerOptions::Driver::reaper_thread) {
-    reaper_ = platform::start_named_thread("reaper-" + name_, [this] { reaper_loop(); });
+    try {
+      reaper_ = platform::start_named_thread("reaper-" + name_, [this] { reaper_loop(); });
+    } catch (...) {
+      clock_->remove_waiter(this);  // not constructed: the clock must not call us back
+      throw;
+    }
   }
 }
 
 SystemTimer::~SystemTimer() {
-  close();
+  (void)close();
   clock_->remove_waiter(this);
 }
 
@@ -353,6 +391,15 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
     // max_pending bounds the tasks held by the wheels: one due at once never enters them.
     const bool enters_wheel =
         expiration >= 0 && expiration >= base.wheel.current_time() + tick_.count();
+    // What the change below allocates is allocated now, so that out of memory the call throws
+    // with nothing changed: a wheel level never used before, or the batch that hands a task due
+    // at once to the executor. (A task moved while alone in its base is placed after the wheel
+    // caught up with the clock: with add_at()'s deadline, it may then be due.)
+    if (enters_wheel) base.wheel.reserve_levels(expiration);
+    if (!enters_wheel ||
+        (phase == TimerTask::kScheduled && base.pending == 1 && now == kUnknownNow)) {
+      prepare_batch(run_now, 1);
+    }
     bool reserved = false;
     if (enters_wheel && phase != TimerTask::kScheduled && max_pending_ != 0) {
       if (limited_pending_.fetch_add(1, std::memory_order_relaxed) >= max_pending_) {
@@ -412,23 +459,62 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
     break;
   }
   PURGATORY_RACE_POINT("SystemTimer::schedule: unlocked, before execute or wake");
-  if (!run_now.empty()) executor_->execute(run_now);
+  if (!run_now.empty()) hand_off(run_now);
   if (wake) wake_drivers();
   return true;
 }
 
+void SystemTimer::prepare_batch(ExpiredBatch& batch, std::size_t tasks) const {
+  if (batch.jobs_.capacity() < tasks) batch.jobs_.reserve(tasks);
+  if (!batch.context_) batch.context_ = batches_;
+}
+
 void SystemTimer::queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept {
+  assert(batch.jobs_.size() < batch.jobs_.capacity() && batch.context_ != nullptr);
+  if (!batch.in_flight_) {
+    // In flight from the moment its first task leaves the wheel (under the base's lock, so a
+    // drain() that finds the wheel empty afterwards also finds the batch counted).
+    batch.in_flight_ = true;
+    batches_->in_flight.fetch_add(1, std::memory_order_relaxed);
+  }
   // Scheduled, so the state is ours (its base's lock); only the count may move under us. The
   // wheel's reference passes to the job.
   const std::uint32_t s = task.state();
   const std::uint32_t ticket = next_ticket(s, TimerTask::kQueued);
   retire_base(task);
   task.word_.fetch_add(TimerTask::state_delta(s, ticket), std::memory_order_acq_rel);
-  if (batch.jobs_.empty()) {
-    batch.jobs_.reserve(kMaxBatch);
-    batch.on_error_ = on_error_;
-  }
   batch.jobs_.push_back(ExpiredBatch::Job{TaskRef(&task, /*add_ref=*/false), ticket});
+}
+
+void SystemTimer::hand_off(ExpiredBatch& batch) noexcept {
+  try {
+    executor_->execute(batch);
+    return;
+  } catch (...) {
+    const std::exception_ptr error = std::current_exception();
+    if (batch.empty()) {  // the executor took the batch, then threw: its tasks are its own
+      std::fprintf(stderr, "purgatory: timer '%s': Executor::execute() threw: %s\n", name_.c_str(),
+                   what_of(error));
+      return;
+    }
+    try {
+      const TaskErrorHandler& report = batches_->on_error;
+      if (report) report(*batch.jobs_.front().task, error);
+    } catch (...) {
+      std::fputs("purgatory: the task error handler threw; error dropped\n", stderr);
+    }
+  }
+  batch.run_all();  // not taken: nothing may be lost, so it runs here
+}
+
+void SystemTimer::call_wakeup_hook() noexcept {
+  if (!wakeup_hook_) return;
+  try {
+    wakeup_hook_();
+  } catch (...) {
+    std::fprintf(stderr, "purgatory: timer '%s': the wakeup hook threw: %s\n", name_.c_str(),
+                 what_of(std::current_exception()));
+  }
 }
 
 bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base,
@@ -461,7 +547,7 @@ void SystemTimer::wake_drivers() {
     ++wake_requests_;
   }
   cv_.notify_all();
-  if (wakeup_hook_) wakeup_hook_();
+  call_wakeup_hook();
 }
 
 void SystemTimer::recompute_armed_locked() noexcept {
@@ -535,8 +621,7 @@ bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained, const std::int
     now = std::max<std::int64_t>(now, clock_->now().count());
     const auto next = next_wake(now);
     const bool act = next && *next <= now;
-    const bool stop =
-        !act && (closed_.load() || now >= until || (stop_when_drained && total_pending() == 0));
+    const bool stop = !act && (closed_.load() || now >= until || (stop_when_drained && drained()));
     PURGATORY_RACE_POINT("SystemTimer::advance: clock read, before checking the wake requests");
     std::unique_lock<std::mutex> lock(drive_mu_);
     sleeping_until_.erase(std::find(sleeping_until_.begin(), sleeping_until_.end(), kForever));
@@ -589,6 +674,10 @@ bool SystemTimer::service(std::int64_t now) {
     // A batch from each base in turn, so that no base's backlog holds up another's due tasks.
     for (std::size_t k = 0; k < bases_.size(); ++k) {
       detail::TimerBase& b = *bases_[(first + k) & base_mask_];
+      // Room for a whole batch before the lock: out of memory, this throws and the tasks stay in
+      // the wheel. (The executor keeps the batch it is given, or runs it and leaves its memory
+      // here for the next one.)
+      prepare_batch(batch, kMaxBatch);
       {
         const std::lock_guard<detail::AdaptiveMutex> guard(b.mu);
         const bool done = expire_due(b, now, batch);
@@ -621,8 +710,7 @@ bool SystemTimer::service(std::int64_t now) {
       if (!batch.empty()) {
         any_due = true;
         PURGATORY_RACE_POINT("SystemTimer::advance: batch expired, unlocked, before execute");
-        executor_->execute(batch);
-        batch = ExpiredBatch();
+        hand_off(batch);
       }
     }
     if (!more) break;
@@ -646,7 +734,17 @@ bool SystemTimer::expire_due(detail::TimerBase& b, std::int64_t now, ExpiredBatc
 }
 
 void SystemTimer::reaper_loop() {
-  while (advance_clock(Nanos::max()) || !is_closed()) {
+  for (;;) {
+    try {
+      while (advance_clock(Nanos::max()) || !is_closed()) {
+      }
+      return;
+    } catch (...) {
+      // Out of memory for a batch: what was not expired stays scheduled. Try again shortly.
+      std::fprintf(stderr, "purgatory: timer '%s': expiry failed (%s); retrying in 1 ms\n",
+                   name_.c_str(), what_of(std::current_exception()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
 }
 
@@ -711,62 +809,104 @@ void SystemTimer::set_wakeup_hook(std::function<void()> hook) {
 }
 
 std::vector<TaskRef> SystemTimer::drain(Nanos max_wait) {
-  std::vector<boost::intrusive_ptr<PeriodicTask>> periodic;
+  if (closed_.load()) return {};
   std::int64_t until = kForever;
+  const std::int64_t start = clock_->now().count();
+  if (max_wait < Nanos::max() && max_wait.count() < kForever - start) {
+    until = start + std::max<std::int64_t>(max_wait.count(), 0);
+  }
+  // From here on adds are refused; one holding a base's lock now finishes first, and is waited
+  // for like any task. The bases are visited one at a time, never all locked at once.
+  draining_.store(true);
+  cancel_periodic_tasks();
   {
-    std::vector<std::unique_lock<detail::AdaptiveMutex>> locks;
-    for (const auto& b : bases_)
-      locks.emplace_back(b->mu);
-    if (closed_.load()) return {};
-    draining_.store(true);
-    const std::int64_t now = clock_->now().count();
-    if (max_wait < Nanos::max() && max_wait.count() < kForever - now) {
-      until = now + std::max<std::int64_t>(max_wait.count(), 0);
-    }
-    for (const auto& b : bases_) {
-      b->wheel.for_each_task([&](TimerTask& t) {
-        if (auto* p = dynamic_cast<PeriodicTask*>(&t)) periodic.emplace_back(p);
-      });
+    // The batch that lands last (its tasks run) wakes us: drain() waits for the executor too.
+    const std::lock_guard<std::mutex> guard(batches_->mu);
+    ++batches_->drainers;
+    batches_->timer = this;
+  }
+  batches_->watched.store(true);
+  bool expired_last = false;
+  while (!expired_last) {
+    try {
+      for (;;) {
+        const std::int64_t now = clock_->now().count();
+        if (now >= until || !advance(Nanos{until - now}, /*stop_when_drained=*/true, &until)) {
+          if (drained() || closed_.load() || clock_->now().count() >= until) break;
+        }
+      }
+      // The clock may have reached the end of the wait before we looked: what is due by then
+      // runs.
+      if (!closed_.load()) (void)advance(Nanos::zero(), /*stop_when_drained=*/true);
+      expired_last = true;
+    } catch (...) {
+      // Out of memory for a batch: what was not expired is still scheduled. Keep trying until
+      // the wait ends; close() then hands back what is left.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      expired_last = closed_.load() || clock_->now().count() >= until;
     }
   }
-  // Outside the locks: cancel() takes the periodic task's own lock, then a base's.
-  for (const auto& p : periodic)
-    p->cancel();
-  for (;;) {
-    const std::int64_t now = clock_->now().count();
-    if (now >= until || !advance(Nanos{until - now}, /*stop_when_drained=*/true, &until)) {
-      if (total_pending() == 0 || closed_.load() || clock_->now().count() >= until) break;
+  {
+    const std::lock_guard<std::mutex> guard(batches_->mu);
+    if (--batches_->drainers == 0) {
+      batches_->watched.store(false);
+      batches_->timer = nullptr;
     }
   }
-  // The clock may have reached the end of the wait before we looked: what is due by then runs.
-  if (!closed_.load()) (void)advance(Nanos::zero(), /*stop_when_drained=*/true);
   std::vector<TaskRef> handed_back = close();  // adds from the last tasks still say `draining`
   draining_.store(false);
   return handed_back;
 }
 
+void SystemTimer::cancel_periodic_tasks() {
+  for (const auto& b : bases_) {
+    for (bool more = true; more;) {
+      // References taken under the lock, released after it (a release may destroy the task).
+      std::array<TaskRef, kPeriodicChunk> found;
+      std::size_t n = 0;
+      more = false;
+      {
+        const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
+        b->wheel.for_each_task([&](TimerTask& t) {
+          if (dynamic_cast<PeriodicTask*>(&t) == nullptr) return;
+          if (n < found.size()) {
+            found[n++] = TaskRef(&t);
+          } else {
+            more = true;  // cancelled tasks leave the wheel: the next look finds the rest
+          }
+        });
+      }
+      // Outside the lock: cancel() takes the periodic task's own lock, then a base's.
+      for (std::size_t i = 0; i < n; ++i)
+        (void)found[i]->cancel();
+    }
+  }
+}
+
+bool SystemTimer::drained() const {
+  if (total_pending() != 0) return false;
+  // Read after the wheels: a batch counts from the moment its first task left a wheel, under
+  // that wheel's lock.
+  if (batches_->in_flight.load() == 0) return true;
+  PURGATORY_RACE_POINT(
+      "SystemTimer::drain: the wheels are empty, tasks handed to the executor not yet run");
+  return false;
+}
+
 std::vector<TaskRef> SystemTimer::close() {
   std::vector<TaskRef> handed_back;
-  {
-    std::vector<std::unique_lock<detail::AdaptiveMutex>> locks;
-    for (const auto& b : bases_)
-      locks.emplace_back(b->mu);
-    if (closed_.exchange(true)) return handed_back;
-    std::size_t pending = 0;
-    for (const auto& b : bases_)
-      pending += b->pending;
-    handed_back.reserve(pending);
-    for (const auto& b : bases_) {
-      b->wheel.drain([&](TimerTask& t) {
-        const std::uint32_t s = t.state();
-        retire_base(t);
-        t.word_.fetch_add(TimerTask::state_delta(s, TimerTask::with_phase(s, TimerTask::kIdle)),
-                          std::memory_order_acq_rel);
-        handed_back.emplace_back(&t, /*add_ref=*/false);  // adopt the wheel's reference
-      });
-      b->pending = 0;
-    }
-    limited_pending_.store(0);
+  if (closed_.load()) return handed_back;
+  try {
+    handed_back.reserve(total_pending() + kCloseSlack);
+  } catch (const std::bad_alloc&) {
+    // hand_back_all() tries again per base, and drops what it has no room for.
+  }
+  if (closed_.exchange(true)) return handed_back;
+  // One base at a time: an add() that held a base's lock when closed_ was set finishes linking
+  // its task before we get that lock, and we hand the task back with the others.
+  for (const auto& b : bases_) {
+    PURGATORY_RACE_POINT("SystemTimer::close: closed, before handing back a base's tasks");
+    hand_back_all(*b, handed_back);
   }
   {
     const std::lock_guard<std::mutex> guard(drive_mu_);
@@ -774,11 +914,46 @@ std::vector<TaskRef> SystemTimer::close() {
   }
   PURGATORY_RACE_POINT("SystemTimer::close: closed, unlocked, before joining the reaper");
   cv_.notify_all();
-  if (wakeup_hook_)
-    wakeup_hook_();  // an external driver re-arms: nothing left, so it stops waiting
+  call_wakeup_hook();  // an external driver re-arms: nothing left, so it stops waiting
   if (reaper_.joinable()) reaper_.join();
   if (owns_executor_) executor_->shutdown();  // runs what already expired, then joins
   return handed_back;
+}
+
+void SystemTimer::hand_back_all(detail::TimerBase& b, std::vector<TaskRef>& out) noexcept {
+  const auto hand_back = [this](TimerTask& t) {
+    const std::uint32_t s = t.state();
+    retire_base(t);
+    t.word_.fetch_add(TimerTask::state_delta(s, TimerTask::with_phase(s, TimerTask::kIdle)),
+                      std::memory_order_acq_rel);
+    if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+  };
+  for (;;) {
+    TaskRef dropped;  // released after the lock: a release may destroy the task
+    {
+      const std::lock_guard<detail::AdaptiveMutex> guard(b.mu);
+      if (b.pending == 0) return;
+      if (out.capacity() - out.size() < b.pending) {
+        try {
+          out.reserve(out.size() + b.pending);
+        } catch (const std::bad_alloc&) {
+        }
+      }
+      if (out.capacity() - out.size() >= b.pending) {
+        b.wheel.drain([&](TimerTask& t) {
+          hand_back(t);
+          out.emplace_back(&t, /*add_ref=*/false);  // adopt the wheel's reference
+        });
+        b.pending = 0;
+        return;
+      }
+      // Out of memory: this one is handed back by dropping the wheel's reference.
+      TimerTask* t = take_one(b.wheel);
+      hand_back(*t);
+      --b.pending;
+      dropped = TaskRef(t, /*add_ref=*/false);
+    }
+  }
 }
 
 bool SystemTimer::is_closed() const {

@@ -1,5 +1,7 @@
 #include "purgatory/timer/detail/task_pool.hpp"
 
+#include "purgatory/timer/detail/race_point.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -294,6 +296,7 @@ bool can_carve(const Slab* s) noexcept {
 
 // `current` has no local block: find one, preferring memory already used over fresh memory.
 void* allocate_slow(Heap* h, ClassHeap& ch, std::size_t cls) {
+  if (PURGATORY_ALLOCATION_FAULT()) throw std::bad_alloc();  // the allocation sweep (tests only)
   Slab* s = ch.current;
   if (s != nullptr) {
     // Given-back blocks are taken a few at a time at least (one exchange per kCollectMin blocks,

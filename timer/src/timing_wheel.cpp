@@ -66,6 +66,17 @@ bool TimingWheel::add(TimerTask& task, std::int64_t expiration) {
   return overflow_->add(task, expiration);
 }
 
+void TimingWheel::reserve_overflow(std::int64_t expiration) {
+  // The levels add() walks: it stops at the first whose interval holds the expiration.
+  for (TimingWheel* w = this; expiration - w->current_time_ >= w->interval_;
+       w = w->overflow_.get()) {
+    if (!w->overflow_) {
+      w->overflow_ = std::make_unique<TimingWheel>(w->interval_, w->wheel_size_, w->current_time_);
+      w->overflow_->attach(w->base_);  // as add() does: its buckets name the base they belong to
+    }
+  }
+}
+
 bool TimingWheel::place(TimerTask& task, std::int64_t expiration) noexcept {
   if (expiration < current_time_ + tick_) return false;
   const std::int64_t virtual_id = expiration / tick_;

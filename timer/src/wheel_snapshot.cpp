@@ -54,7 +54,11 @@ WheelSnapshot SystemTimer::wheel_snapshot(int max_levels_with_buckets) const {
       if (level.buckets.empty()) continue;
       const std::int64_t first = time / w->tick();
       std::size_t counted = 0;
-      for (std::int64_t id = w->current_time() / w->tick(); id < first; ++id) {
+      // The buckets the lagging level holds before that instant: at most its ring (twice
+      // wheel_size, see timing_wheel.hpp), however far behind it is.
+      const std::int64_t own = w->current_time() / w->tick();
+      const std::int64_t held_before = std::min(first, own + 2 * std::int64_t{w->wheel_size()});
+      for (std::int64_t id = own; id < held_before; ++id) {
         const std::size_t n = w->bucket_size_at(id);
         level.buckets[0] += n;
         counted += n;

@@ -35,6 +35,16 @@
 ///
 /// While a cancellable wait is pending it holds a reference to the operation (so a request can
 /// reach it); the reference goes when the wait completes.
+///
+/// Out of memory. A wait allocates when it starts: async_wait_outcome() then throws
+/// std::bad_alloc and the handler is never called (with a coroutine token, the co_await throws it).
+/// Its completion allocates nothing, so an operation's outcome always reaches its handler: the
+/// memory Asio needs to post the handler is set aside when the wait starts, which covers an
+/// io_context's executor (directly, or inside any_io_executor as coroutines have it) and the
+/// system executor; a strand or another executor may allocate more, and out of memory there the
+/// handler is destroyed uncalled and stderr says so. use_future's own executor allocates when it
+/// sets the value: out of memory there the future holds std::future_error (broken_promise) instead,
+/// and stderr says so.
 #pragma once
 
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
@@ -85,7 +95,8 @@ inline Withdrawal withdraw(DelayedOperation& op) {
 template <class Handler, Refusal R = Refusal::thrown>
 class OutcomeWait {
  public:
-  explicit OutcomeWait(Handler handler) : completion_(std::move(handler)) {}
+  OutcomeWait(Handler handler, CompletionMemory memory)
+      : completion_(std::move(handler), std::move(memory)) {}
 
   AsyncCompletion<Handler>& completion() noexcept { return completion_; }
 
@@ -146,12 +157,16 @@ class OutcomeRelay final : public OutcomeListener {
   std::shared_ptr<OutcomeWait<Handler, R>> wait_;
 };
 
+// `reserved`: as for InitiateTimerWait (purgatory/timer/async.hpp).
 template <Refusal R>
 struct InitiateOutcomeWait {
   template <class Handler>
-  void operator()(Handler&& handler, const OperationRef& op, StopToken stop) const {
+  void operator()(Handler&& handler, const OperationRef& op, StopToken stop,
+                  CompletionMemory* reserved) const {
     using Wait = OutcomeWait<std::decay_t<Handler>, R>;
-    auto wait = std::make_shared<Wait>(std::forward<Handler>(handler));
+    const std::shared_ptr<Wait> wait =
+        make_wait<Wait, R>(std::forward<Handler>(handler), reserved, Outcome::pending);
+    if (!wait) return;  // refused out of memory: the handler has the exception
     try {
       op->set_outcome_listener(std::make_unique<OutcomeRelay<std::decay_t<Handler>, R>>(wait));
     } catch (...) {
@@ -176,7 +191,8 @@ struct InitiateOutcomeWait {
 template <class CompletionToken>
 auto initiate_outcome_wait(CompletionToken&& token, const OperationRef& op, StopToken stop) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Outcome)>(
-      InitiateOutcomeWait<Refusal::thrown>{}, token, op, std::move(stop));
+      InitiateOutcomeWait<Refusal::thrown>{}, token, op, std::move(stop),
+      static_cast<CompletionMemory*>(nullptr));
 }
 
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
@@ -188,11 +204,12 @@ template <class Executor>
 boost::asio::awaitable<Outcome, Executor> await_outcome(
     OperationRef op, StopToken stop, boost::asio::use_awaitable_t<Executor> token,
     boost::system::error_code* redirect) {
+  CompletionMemory memory;  // here, where out of memory throws at the caller's co_await
   const auto [ec, outcome] =
       co_await boost::asio::async_initiate<boost::asio::use_awaitable_t<Executor>,
                                            void(std::exception_ptr, boost::system::error_code,
                                                 Outcome)>(InitiateOutcomeWait<Refusal::completed>{},
-                                                          token, op, std::move(stop));
+                                                          token, op, std::move(stop), &memory);
   if (redirect != nullptr) {
     *redirect = ec;
   } else if (ec) {

@@ -129,9 +129,7 @@ class DelayedFuture final : public DelayedOperation {
       : DelayedOperation(timeout),
         futures_(std::move(futures)),
         callback_(std::move(callback)),
-        link_(std::make_shared<Link>()) {
-    link_->op = this;
-  }
+        link_(std::make_shared<Link>()) {}
 
   /// The futures waited for.
   [[nodiscard]] const std::vector<SharedFuture<T>>& futures() const noexcept { return futures_; }
@@ -140,10 +138,10 @@ class DelayedFuture final : public DelayedOperation {
   template <class>
   friend class DelayedFuturePurgatory;
 
-  // Makes each future's completion check this operation. The futures reference only a small
-  // link, never the operation, so an operation whose futures never complete is still freed.
-  // Only for watched operations: their on_complete() (which clears the link) always runs, while
-  // a reference taken through the link keeps them alive.
+  // Makes each future's completion check this operation, once link_to_futures() has run. The
+  // futures reference only a small link, never the operation, so an operation whose futures never
+  // complete is still freed. Allocates (so it runs before the watch: one refused leaves only
+  // callbacks that find the link empty).
   void check_when_futures_complete() {
     for (const auto& future : futures_) {
       future.when_done([link = link_] {
@@ -156,6 +154,18 @@ class DelayedFuture final : public DelayedOperation {
         if (op) op->safe_try_complete();
       });
     }
+  }
+
+  // Only for watched operations: their on_complete() (which clears the link) always runs, while a
+  // reference taken through the link keeps them alive. A future completed before the link was
+  // set found no operation to check: one check here covers it.
+  void link_to_futures() {
+    {
+      const std::lock_guard<std::mutex> lock(link_->mu);
+      if (is_completed()) return;  // on_complete() clears the link, or has already
+      link_->op = this;
+    }
+    (void)safe_try_complete();
   }
 
   bool try_complete() override {
@@ -198,14 +208,17 @@ class DelayedFuturePurgatory {
 
   /// Kafka's tryCompleteElseWatch for futures: an operation that completes when all of `futures`
   /// are done, or expires after `timeout`; `callback` then runs once. Returns the operation;
-  /// whether it completed at once is its is_completed().
+  /// whether it completed at once is its is_completed(). Throws what
+  /// DelayedOperationPurgatory::try_complete_else_watch() throws, or std::bad_alloc: then nothing
+  /// is watched and the callback never runs.
   boost::intrusive_ptr<DelayedFuture<T>> try_complete_else_watch(
       Nanos timeout, std::vector<SharedFuture<T>> futures,
       typename DelayedFuture<T>::Callback callback) {
     boost::intrusive_ptr<DelayedFuture<T>> op(
         new DelayedFuture<T>(timeout, std::move(futures), std::move(callback)));
+    op->check_when_futures_complete();
     const std::uint64_t key = next_key_.fetch_add(1, std::memory_order_relaxed);
-    if (!purgatory_.try_complete_else_watch(op, {key})) op->check_when_futures_complete();
+    if (!purgatory_.try_complete_else_watch(op, {key})) op->link_to_futures();
     return op;
   }
 

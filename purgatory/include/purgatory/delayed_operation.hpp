@@ -24,7 +24,8 @@
 /// Exceptions escaping a callback are caught and reported to the purgatory's error handler (or
 /// stderr when not watched); an exception from try_complete() counts as "not complete", and is
 /// reported once the operation's lock is released (by the thread that releases it), so that the
-/// handler, too, runs with no lock of this operation or of the purgatory held.
+/// handler, too, runs with no lock of this operation or of the purgatory held. (Out of memory to
+/// keep it until then, it is printed to stderr instead.)
 #pragma once
 
 #include <atomic>
@@ -230,7 +231,9 @@ class PURGATORY_EXPORT DelayedOperation : public TimerTask, private detail::Watc
   bool finish_counted_ = false;
   std::uint16_t registry_slot_ = 0;  // guarded by lock_: the registry's bookkeeping
   const Nanos timeout_;
-  std::atomic<Nanos> watched_since_{Nanos{0}};  // written under lock_ (snapshot() reads it)
+  // Until a watch commits (a clock never reads negative: a clock at 0 is a time like any other).
+  static constexpr Nanos kNotWatched{-1};
+  std::atomic<Nanos> watched_since_{kNotWatched};  // written under lock_ (snapshot() reads it)
   // Guarded by lock_ while pending. Not reference counted while watched (the purgatory outlives
   // every operation it watches); finish() keeps it alive when it must (see RunningFinish).
   detail::WatchRegistry* registry_ = nullptr;

@@ -25,12 +25,22 @@
 ///
 /// Errors (exceptions): std::invalid_argument for a null operation or empty keys,
 /// OperationAlreadyWatched, PurgatoryShutDown for any call but the getters after shutdown().
+/// Out of memory (std::bad_alloc) leaves nothing half done: try_complete_else_watch() is refused
+/// (see there); check_and_complete() and cancel_for_key() throw before they check or withdraw
+/// anything (they copy the key's list first); snapshot() and metrics() throw having changed
+/// nothing; force_complete(), the expiry and shutdown() do not allocate, and so cannot fail.
 ///
 /// Locks: a shard lock is held only to link, unlink or copy a key's list, never around
 /// try_complete(), the callbacks or the error handler. The key map does run Hash, KeyEqual and
 /// Key's copy constructor under it (and under the operation's lock, while watching), so those must
 /// not call into the purgatory. Lock order is operation, then shard. See delayed_operation.hpp for
 /// the locks around callbacks.
+///
+/// Hash, KeyEqual and Key's copy constructor run only where an exception can be reported by the
+/// call that ran them: a watch (refused, as for any exception), check_and_complete(),
+/// cancel_for_key() (thrown before anything is checked or withdrawn) and snapshot() (thrown,
+/// nothing changed). A key whose list empties is erased without them (by the address of the map's
+/// own key), so a completion, an expiry or shutdown() never runs them.
 #pragma once
 
 #include <algorithm>
@@ -42,6 +52,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -241,15 +252,16 @@ class DelayedOperationPurgatory {
       }
     }
     PURGATORY_RACE_POINT("DelayedOperationPurgatory::shutdown: completed all, before waiting");
-    // Nothing is watched any more, so no shard counts another decision: wait for these.
-    std::vector<std::uint64_t> decided(mask_ + 1);
+    // Nothing is watched any more, so no shard counts another decision: wait for these. (Room
+    // made by the constructor: shutdown() allocates nothing, so it cannot fail.)
+    std::uint64_t* const decided = shutdown_decided_.get();
     for (std::size_t i = 0; i <= mask_; ++i) {
       const std::lock_guard<detail::AdaptiveMutex> lock(shards_[i].mu);
       for (const Outcome o : {Outcome::completed, Outcome::expired, Outcome::shut_down}) {
         decided[i] += shards_[i].outcomes[static_cast<std::size_t>(o)].load(kRelaxed);
       }
     }
-    state_->wait_finished(decided.data());
+    state_->wait_finished(decided);
   }
   /// Whether shutdown() has been called.
   [[nodiscard]] bool is_shut_down() const noexcept { return state_->shut_down.load(); }
@@ -267,12 +279,13 @@ class DelayedOperationPurgatory {
   /// key count. No operation lock is taken and no callback, Hash or KeyEqual runs. Nothing is
   /// recorded on the watch/complete paths for it: when never called it costs nothing.
   /// An operation still being set up (linked, its watch not yet committed) is counted in
-  /// `waiting` but not listed. Works after shutdown() too (then it finds nothing).
+  /// `waiting` but not listed. Works after shutdown() too (then it finds nothing). Throws what
+  /// allocating the snapshot or copying a key throws, having changed nothing.
   [[nodiscard]] PurgatorySnapshot<Key> snapshot(SnapshotLimits limits = {}) const {
     PurgatorySnapshot<Key> snap;
-    snap.now = state_->clock().now();
     snap.keys.reserve(std::min<std::size_t>(limits.max_keys, 1024));
     for (std::size_t i = 0; i <= mask_; ++i) {
+      PURGATORY_RACE_POINT("DelayedOperationPurgatory::snapshot: before reading a shard");
       Shard& shard = shards_[i];
       const std::lock_guard<detail::AdaptiveMutex> lock(shard.mu);
       snap.keys_total += shard.entries.size();
@@ -287,13 +300,23 @@ class DelayedOperationPurgatory {
           if (entry.operations.size() >= limits.max_operations_per_key) break;
           // Linked here, so not yet unwatched: its nodes and timeout are stable.
           DelayedOperation& op = Access::op_of(node);
-          const Nanos since = Access::watched_since_relaxed(op);
-          if (since == Nanos::zero()) continue;  // being set up: counted, not listed
+          const Nanos since = Access::watched_since_published(op);
+          if (since < Nanos::zero()) continue;   // being set up: counted, not listed
           const Nanos timeout = op.timeout();
           entry.operations.push_back(
               {since, since + std::max(timeout, Nanos::zero()), timeout, Access::key_count(op)});
         }
       }
+    }
+    // Read after every shard: each listed watched_since was read from the clock before it was
+    // published, so none is later than this (no negative age).
+    snap.now = state_->clock().now();
+    // A key's list is in the order operations joined it; watches on several threads may commit
+    // their clock reads in another order: the listing goes by watched_since (outside the locks).
+    for (auto& entry : snap.keys) {
+      std::stable_sort(
+          entry.operations.begin(), entry.operations.end(),
+          [](const auto& a, const auto& b) { return a.watched_since < b.watched_since; });
     }
     return snap;
   }
@@ -305,11 +328,35 @@ class DelayedOperationPurgatory {
   static constexpr std::size_t kMinShrinkBuckets = 1024;
   static constexpr std::size_t kRecentSlots = 64;
 
+  // The key map's Hash and KeyEqual: the user's, and a lookup of the map's own key by its address
+  // and the hash it had when linked (OwnKey). unlink() erases a key whose list emptied that way,
+  // running no user code: it cannot report an exception (it runs inside completions).
+  struct OwnKey {
+    const Key* key;
+    std::size_t hash;
+  };
+  struct MapHash {
+    using is_transparent = void;
+    // "May throw" for a slow Hash too: the map keeps the layout it has with Hash itself.
+    static constexpr bool kNoexcept =
+        noexcept(Hash{}(std::declval<const Key&>())) && !detail::kSlowHash<Hash>;
+    std::size_t operator()(const Key& k) const noexcept(kNoexcept) { return Hash{}(k); }
+    std::size_t operator()(const OwnKey& k) const noexcept { return k.hash; }
+  };
+  struct MapEqual {
+    using is_transparent = void;
+    bool operator()(const Key& a, const Key& b) const noexcept(noexcept(KeyEqual{}(a, b))) {
+      return KeyEqual{}(a, b);
+    }
+    bool operator()(const OwnKey& a, const Key& b) const noexcept { return a.key == &b; }
+    bool operator()(const Key& a, const OwnKey& b) const noexcept { return &a == b.key; }
+  };
+
   struct alignas(64) Shard {
     detail::AdaptiveMutex mu;
     // Entries come from the pool: a key's entry is often made by a watching thread and freed by a
     // completing one (see pool_allocator.hpp).
-    std::unordered_map<Key, detail::WatchList, Hash, KeyEqual,
+    std::unordered_map<Key, detail::WatchList, MapHash, MapEqual,
                        detail::PoolAllocator<std::pair<const Key, detail::WatchList>>>
         entries;                          // guarded by mu
     bool closed = false;                  // guarded by mu
@@ -367,6 +414,7 @@ class DelayedOperationPurgatory {
     mask_ = count - 1;
     shift_ = 64 - std::countr_zero(count);
     shards_ = std::make_unique<Shard[]>(count);
+    shutdown_decided_ = std::make_unique<std::uint64_t[]>(count);
     state_ = new State(*this, options.name, options.on_callback_error, timer_->clock(), count);
   }
 
@@ -514,6 +562,7 @@ class DelayedOperationPurgatory {
       auto [it, inserted] = shard.entries.try_emplace(key);
       if (inserted) {
         it->second.key = &it->first;
+        it->second.hash = static_cast<std::size_t>(h);
         it->second.shard = static_cast<std::uint32_t>(index);
         it->second.recent_slot = recent_slot;
       }
@@ -557,13 +606,19 @@ class DelayedOperationPurgatory {
       if (slot.load(std::memory_order_relaxed) == list) {
         slot.store(nullptr, std::memory_order_relaxed);
       }
-      // Erase through an iterator: erasing by a reference to the entry's own key is not safe.
-      shard.entries.erase(shard.entries.find(*static_cast<const Key*>(list->key)));
+      // Erase through an iterator: erasing by a reference to the entry's own key is not safe. Found
+      // by the key's address and linked hash: no Hash or KeyEqual runs here.
+      shard.entries.erase(
+          shard.entries.find(OwnKey{static_cast<const Key*>(list->key), list->hash}));
       // Bucket arrays never shrink by themselves: after a burst of keys, give the memory back
       // (amortized O(1): it takes a 16x fall in size between two shrinks).
       const std::size_t buckets = shard.entries.bucket_count();
       if (buckets > kMinShrinkBuckets && shard.entries.size() * 8 < buckets) {
-        shard.entries.rehash(shard.entries.size() * 2);
+        try {
+          shard.entries.rehash(shard.entries.size() * 2);
+        } catch (const std::bad_alloc&) {
+          // Out of memory for the smaller array: keep the larger one (unlink cannot fail).
+        }
       }
     }
   }
@@ -585,6 +640,7 @@ class DelayedOperationPurgatory {
   std::size_t mask_ = 0;
   int shift_ = 64;
   std::unique_ptr<Shard[]> shards_;
+  std::unique_ptr<std::uint64_t[]> shutdown_decided_;  // shutdown(): decided per shard
   boost::intrusive_ptr<State> state_;
 };
 

@@ -13,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include "purgatory/timer/detail/thread_slot.hpp"
 #include "purgatory/timer/periodic_task.hpp"
 #include "race_schedule.hpp"
 #include "timer_contract_support.hpp"
@@ -147,7 +148,7 @@ TEST_CASE(
   close_returned.set();
   CHECK(handed_back.empty());
   CHECK(ran_at_return == 6);
-  CHECK(schedule.hits("SystemTimer::close") == 1);
+  CHECK(schedule.hits("SystemTimer::close: closed, unlocked") == 1);
 }
 
 TEST_CASE(
@@ -195,6 +196,75 @@ TEST_CASE(
     hits += schedule.hits("SystemTimer::advance") + schedule.hits("TimerTask::cancel");
   }
   CHECK(hits > 0);
+}
+
+// Adds from 4 threads on 8 bases racing close() or drain(0): close() and drain() set their flag
+// and visit the bases one at a time. An add() that returned has its task handed back or run, once;
+// one that threw TimerRejected left it idle; none stays pending (an add linking after its base was
+// visited would). `end` is close() or drain(0).
+template <class End>
+void adds_racing_the_end(const char* name, End end) {
+  for (std::uint64_t round = 0; round < 20; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(round);
+    INFO(name << ", seed " << seed);
+    std::mt19937_64 rng(seed);
+    ManualClock clock;
+    SystemTimer timer(TimerOptions{.name = "adds-end",
+                                   .clock = &clock,
+                                   .executor = std::make_shared<purgatory::InlineExecutor>(),
+                                   .driver = TimerOptions::Driver::external,
+                                   .bases = 8});
+    RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 50us});
+    constexpr int kThreads = 4;
+    constexpr int kPerThread = 100;
+    std::vector<boost::intrusive_ptr<CountingTask>> tasks(kThreads * kPerThread);
+    std::vector<char> accepted(tasks.size(), 0);
+    for (auto& t : tasks)
+      t = purgatory::make_task<CountingTask>();
+    std::vector<std::thread> adders;
+    for (int a = 0; a < kThreads; ++a) {
+      adders.emplace_back([&, a] {
+        for (int i = 0; i < kPerThread; ++i) {
+          const auto k = static_cast<std::size_t>(a * kPerThread + i);
+          purgatory::detail::set_timer_thread_slot(static_cast<std::uint32_t>(2 * a + i % 2));
+          try {
+            timer.add(tasks[k], i % 3 == 0 ? 0ms : 5ms);  // due at once: runs inside add()
+            accepted[k] = 1;
+          } catch (const TimerRejected&) {
+          }
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 400));
+    const std::vector<TaskRef> back = end(timer);
+    for (std::thread& t : adders)
+      t.join();
+    std::set<const TimerTask*> handed;
+    for (const TaskRef& t : back)
+      handed.insert(t.get());
+    int wrong = 0;
+    for (std::size_t k = 0; k < tasks.size(); ++k) {
+      const int outcomes = tasks[k]->runs.load() + (handed.count(tasks[k].get()) != 0 ? 1 : 0);
+      wrong += !tasks[k]->is_pending() && outcomes == (accepted[k] != 0 ? 1 : 0) ? 0 : 1;
+    }
+    CHECK(wrong == 0);
+    CHECK(timer.size() == 0);
+    CHECK(schedule.hits("SystemTimer::close: closed, before handing back a base's tasks") == 8);
+  }
+}
+
+TEST_CASE(
+    "system_timer.hpp: close() racing adds from 4 threads on 8 bases: every add() that returned "
+    "has its task handed back or run once, every other threw TimerRejected, none stays pending "
+    "(seeded schedule, 20 rounds)") {
+  adds_racing_the_end("close()", [](SystemTimer& t) { return t.close(); });
+}
+
+TEST_CASE(
+    "system_timer.hpp: drain(0) racing adds from 4 threads on 8 bases: every add() that returned "
+    "has its task handed back or run once, every other threw TimerRejected, none stays pending "
+    "(seeded schedule, 20 rounds)") {
+  adds_racing_the_end("drain(0)", [](SystemTimer& t) { return t.drain(0ms); });
 }
 
 TEST_CASE(
@@ -308,24 +378,27 @@ TEST_CASE(
   std::thread drainer;
   std::vector<TaskRef> handed_back{purgatory::make_task<CountingTask>()};
   bool first = true;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"PeriodicTask::run: started, before run_once", [&] {
-                                        if (!std::exchange(first, false)) return;
-                                        // The first run is under way: drain() starts on another
-                                        // thread. With nothing in the wheel it closes the timer at
-                                        // once; wait for that.
-                                        drainer = std::thread([&] { handed_back = timer.drain(); });
-                                        const auto give_up = std::chrono::steady_clock::now() + 20s;
-                                        while (!timer.is_closed() &&
-                                               std::chrono::steady_clock::now() < give_up)
-                                          std::this_thread::yield();
-                                        CHECK(timer.is_closed());
-                                      }}}});
+  Signal waiting;
+  RaceSchedule schedule(
+      {.seed = RaceSchedule::seed(0),
+       .pause_probability = 0.0,
+       .actions = {{"PeriodicTask::run: started, before run_once",
+                    [&] {
+                      if (!std::exchange(first, false)) return;
+                      // The first run is under way: drain() starts on another thread. With nothing
+                      // in the wheel it waits for this run (its batch is with the executor): let
+                      // the run go on once it does.
+                      drainer = std::thread([&] { handed_back = timer.drain(); });
+                      CHECK(waiting.wait());
+                      CHECK_FALSE(timer.is_closed());
+                    }},
+                   {"SystemTimer::drain: the wheels are empty, tasks handed to the executor",
+                    [&] { waiting.set(); }}}});
   beat->start(timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate);
   clock.advance(1ms);
   timer.advance_clock(Nanos::zero());  // the first run, during which drain() begins
   drainer.join();
+  CHECK(timer.is_closed());
   CHECK(handed_back.empty());
   CHECK(beat->run_count() == 1);
   for (int i = 0; i < 5; ++i) {

@@ -37,14 +37,16 @@ struct OperationAccess {
   // Requires op's lock and every node linked: from now on completing it unwatches it.
   static void commit_watch(DelayedOperation& op, Nanos now) noexcept {
     intrusive_ptr_add_ref(&op);  // the purgatory's watch reference, dropped when unwatched
-    // Atomic: snapshot() reads it under a shard lock only, without the operation's lock.
-    op.watched_since_.store(now, std::memory_order_relaxed);
+    // Atomic: snapshot() reads it under a shard lock only, without the operation's lock. Release:
+    // a snapshot that reads it reads the clock afterwards, and gets no earlier time.
+    op.watched_since_.store(now, std::memory_order_release);
   }
   // Requires op's lock, op pending, committed, and its nodes unlinked by the caller: undoes
   // begin_watch() and commit_watch() (the watch was refused after all). The caller holds a
   // reference.
   static void abort_committed_watch(DelayedOperation& op) noexcept {
     abort_watch(op);
+    op.watched_since_.store(DelayedOperation::kNotWatched, std::memory_order_relaxed);
     intrusive_ptr_release(&op);
   }
   // Requires op's lock and no node linked: undoes begin_watch().
@@ -80,9 +82,9 @@ struct OperationAccess {
   static Nanos watched_since(const DelayedOperation& op) noexcept {
     return op.watched_since_.load(std::memory_order_relaxed);
   }
-  // For snapshot(): readable without op's lock; Nanos{0} until commit_watch().
-  static Nanos watched_since_relaxed(const DelayedOperation& op) noexcept {
-    return op.watched_since_.load(std::memory_order_relaxed);
+  // For snapshot(): readable without op's lock; negative until commit_watch().
+  static Nanos watched_since_published(const DelayedOperation& op) noexcept {
+    return op.watched_since_.load(std::memory_order_acquire);
   }
   static const WatchRegistry* registry(const DelayedOperation& op) noexcept { return op.registry_; }
 

@@ -88,6 +88,7 @@ struct WatchList {
       boost::intrusive::constant_time_size<true>>
       nodes;
   const void* key = nullptr;  // the key in the shard's map (node-stable), to erase the entry
+  std::size_t hash = 0;       // Hash of that key: the entry is erased without hashing it again
   std::uint32_t shard = 0;
   std::uint32_t recent_slot = 0;  // the key's slot in its shard's lookup (the purgatory's `recent`)
 };

@@ -41,9 +41,16 @@ class AsioExecutor final : public Executor {
   explicit AsioExecutor(boost::asio::any_io_executor executor) : executor_(std::move(executor)) {}
 
   /// One post per batch: the tasks of a batch are due together and run one after the other.
+  /// When the post fails (out of memory) the batch is given back and the exception rethrown: the
+  /// timer then runs its tasks on the calling thread (see Executor::execute()).
   void execute(ExpiredBatch& batch) override {
-    boost::asio::post(executor_, [b = std::move(batch)]() mutable { b.run_all(); });
-    batch = ExpiredBatch();
+    const auto held = std::make_shared<ExpiredBatch>(std::move(batch));
+    try {
+      boost::asio::post(executor_, [held] { held->run_all(); });
+    } catch (...) {
+      batch = std::move(*held);
+      throw;
+    }
   }
 
  private:

@@ -22,6 +22,14 @@
 /// lambda's associated executor is Asio's system executor: its handler runs on a system-executor
 /// thread and keeps no io_context busy.
 ///
+/// Out of memory: async_wait() throws std::bad_alloc as add() does (with a coroutine token, at the
+/// co_await); once accepted, the wait's completion allocates nothing with an io_context's executor
+/// (also inside any_io_executor, as coroutines have it) or the system executor (see
+/// CompletionMemory below), so it always reaches the handler; a strand or another executor may
+/// allocate more, and out of memory there the handler is destroyed uncalled and stderr says so.
+/// use_future's executor allocates when it sets the value: out of memory there the future holds
+/// std::future_error (broken_promise), and stderr says so.
+///
 /// Cancelling. Boost 1.74's Asio has no per-operation cancellation slots (they came in Boost 1.77),
 /// so a wait takes an optional C++20 std::stop_token before the completion token:
 ///
@@ -45,20 +53,26 @@
 #include <utility>
 
 #include <atomic>
+#include <cstddef>
+#include <cstdio>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <version>
 #if defined(__cpp_lib_jthread)
 #include <stop_token>
 #endif
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
@@ -92,6 +106,100 @@ struct StopToken {
 };
 #endif
 
+// Memory for the one post that completes an asynchronous operation, set aside when the operation
+// starts: the completion then allocates nothing, so it cannot fail where it runs (an operation's
+// outcome listener, a task's destructor, a cancellation request: none may throw). Asio allocates
+// the posted operation through the handler's associated allocator when the executor is an
+// io_context's (also inside any_io_executor, as coroutines use) or the system executor; a strand
+// allocates its own invoker, other executors may allocate elsewhere. Thread-compatible.
+class CompletionMemory {
+ public:
+  // Enough for the posted operation (Asio's op header, the handler, its arguments, the work).
+  static constexpr std::size_t kBytes = 512;
+
+  CompletionMemory() : block_(::operator new(kBytes)) {}  // throws std::bad_alloc
+  CompletionMemory(CompletionMemory&& other) noexcept
+      : block_(std::exchange(other.block_, nullptr)) {}
+  CompletionMemory& operator=(CompletionMemory&&) = delete;
+  ~CompletionMemory() { ::operator delete(block_); }
+
+  // The block, once, if `bytes` fit; else null.
+  void* take(std::size_t bytes) noexcept {
+    return bytes <= kBytes ? std::exchange(block_, nullptr) : nullptr;
+  }
+
+ private:
+  void* block_;
+};
+
+// The allocator a completion's post uses: the block set aside, else the heap. Every block goes
+// back to the heap (the reserved one came from it).
+template <class T>
+class CompletionAllocator {
+ public:
+  using value_type = T;
+  explicit CompletionAllocator(CompletionMemory* memory) noexcept : memory_(memory) {}
+  template <class U>
+  CompletionAllocator(const CompletionAllocator<U>& other) noexcept  // NOLINT: rebinding
+      : memory_(other.memory_) {}
+
+  T* allocate(std::size_t n) {
+    static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+    if (void* block = memory_ != nullptr ? memory_->take(n * sizeof(T)) : nullptr) {
+      return static_cast<T*>(block);
+    }
+    return static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p); }
+
+  template <class U>
+  friend bool operator==(const CompletionAllocator& a, const CompletionAllocator<U>& b) noexcept {
+    return a.memory_ == b.memory_;
+  }
+
+ private:
+  template <class>
+  friend class CompletionAllocator;
+  CompletionMemory* memory_;
+};
+
+// Posts handler(args...) to `executor` with the memory set aside. An any_io_executor holding an
+// io_context's executor is unwrapped: its type-erased post would allocate on the heap.
+template <class Executor, class Handler, class... Args>
+void post_completion(const Executor& executor, CompletionMemory& memory, Handler&& handler,
+                     Args... args) {
+  struct Delivery {
+    std::decay_t<Handler> handler;
+    std::tuple<Args...> args;
+    CompletionMemory* memory;
+
+    using allocator_type = CompletionAllocator<void>;
+    allocator_type get_allocator() const noexcept { return allocator_type(memory); }
+    void operator()() { std::apply(std::move(handler), std::move(args)); }
+  };
+  Delivery delivery{std::forward<Handler>(handler), std::tuple<Args...>(std::move(args)...),
+                    &memory};
+  if constexpr (std::is_same_v<Executor, boost::asio::any_io_executor>) {
+    using IoExecutor = boost::asio::io_context::executor_type;
+    if (const IoExecutor* io = executor.template target<IoExecutor>()) {
+      boost::asio::post(*io, std::move(delivery));
+      return;
+    }
+  }
+  boost::asio::post(executor, std::move(delivery));
+}
+
+// Makes the execution context of `handler`'s executor now if it is made on first use (the system
+// executor's, for use_future): the completion must not be the first to need it.
+template <class Handler>
+void prepare_executor(const Handler& handler) {
+  const auto executor = boost::asio::get_associated_executor(handler);
+  if constexpr (boost::asio::can_query<decltype(executor),
+                                       boost::asio::execution::context_t>::value) {
+    (void)boost::asio::query(executor, boost::asio::execution::context);
+  }
+}
+
 // A cancellation request for an object that may already be gone: calls `fn` on it if it lives.
 struct CancelRequest {
   std::weak_ptr<void> target;
@@ -112,8 +220,11 @@ struct CancelRequest {
 template <class Handler>
 class AsyncCompletion {
  public:
-  explicit AsyncCompletion(Handler handler)
-      : handler_(std::move(handler)), executor_(boost::asio::get_associated_executor(handler_)) {}
+  // `memory`: what the completion's post will use, set aside by the initiating call.
+  AsyncCompletion(Handler handler, CompletionMemory memory)
+      : handler_(std::move(handler)),
+        executor_(boost::asio::get_associated_executor(handler_)),
+        memory_(std::move(memory)) {}
   AsyncCompletion(const AsyncCompletion&) = delete;
   AsyncCompletion& operator=(const AsyncCompletion&) = delete;
   ~AsyncCompletion() = default;
@@ -126,9 +237,12 @@ class AsyncCompletion {
     if (!done_.load(std::memory_order_relaxed)) work_.emplace(executor_);
   }
 
-  // Returns true when this call completed the operation.
+  // Returns true when this call completed the operation. Never throws: posting with an executor
+  // whose post allocates elsewhere than through the memory set aside (see CompletionMemory) may
+  // fail out of memory; the handler is then destroyed uncalled (for use_future, the future then
+  // holds std::future_error broken_promise) and the failure printed to stderr.
   template <class... Args>
-  bool complete(Args... args) {
+  bool complete(Args... args) noexcept {
     std::optional<Work> work;  // released after the post: the posted handler is work by itself
     {
       const std::lock_guard<std::mutex> lock(mu_);
@@ -139,16 +253,24 @@ class AsyncCompletion {
         work_.reset();
       }
     }
-    boost::asio::post(executor_, [handler = std::move(handler_),
+    try {
 #if BOOST_VERSION >= 107700
-                                  slot = slot_,
+      post_completion(
+          executor_, memory_,
+          [handler = std::move(handler_), slot = slot_](Args... a) mutable {
+            if (slot.is_connected()) slot.clear();  // on the handler's executor
+            std::move(handler)(a...);
+          },
+          args...);
+#else
+      post_completion(executor_, memory_, std::move(handler_), args...);
 #endif
-                                  args...]() mutable {
-#if BOOST_VERSION >= 107700
-      if (slot.is_connected()) slot.clear();  // on the handler's executor, where slots are used
-#endif
-      std::move(handler)(args...);
-    });
+    } catch (...) {
+      std::fputs(
+          "purgatory: posting a completion handler failed (out of memory): the handler is "
+          "destroyed without being called\n",
+          stderr);
+    }
     return true;
   }
 
@@ -198,6 +320,7 @@ class AsyncCompletion {
   std::atomic<bool> done_{false};  // written under mu_
   Handler handler_;                // moved out by the completing call
   const Executor executor_;
+  CompletionMemory memory_;   // used by the completing call
   std::optional<Work> work_;  // guarded by mu_: from accepted() until the completion
 #if BOOST_VERSION >= 107700
   boost::asio::associated_cancellation_slot_t<Handler> slot_;
@@ -216,12 +339,37 @@ enum class Refusal {
   completed,
 };
 
+// Makes a wait's shared state (`Wait`: a TimerWait, or purgatory/asio.hpp's OutcomeWait) owning
+// `handler` and the completion's memory: `reserved` (a coroutine token's, see await_timer_wait())
+// or allocated here. Out of memory, with Refusal::thrown it throws (the handler untouched, never
+// called); with Refusal::completed, whose initiation must not throw, it posts handler(exception,
+// error_code(), refusal...) with the memory reserved and returns null.
+template <class Wait, Refusal R, class Handler, class... RefusalArgs>
+std::shared_ptr<Wait> make_wait(Handler&& handler, CompletionMemory* reserved,
+                                RefusalArgs... refusal) {
+  CompletionMemory memory = reserved != nullptr ? std::move(*reserved) : CompletionMemory();
+  try {
+    prepare_executor(handler);
+    return std::make_shared<Wait>(std::forward<Handler>(handler), std::move(memory));
+  } catch (...) {  // before the handler moved: make_shared allocates first
+    if constexpr (R == Refusal::completed) {
+      post_completion(boost::asio::get_associated_executor(handler), memory,
+                      std::forward<Handler>(handler), std::current_exception(),
+                      boost::system::error_code(), refusal...);
+      return nullptr;
+    } else {
+      throw;
+    }
+  }
+}
+
 // One async_wait: its completion, and the task it waits for, as far as cancelling needs it.
 // Shared by the task, the cancellation requests (weakly) and the initiating call. Thread-safe.
 template <class Handler, Refusal R>
 class TimerWait {
  public:
-  explicit TimerWait(Handler handler) : completion_(std::move(handler)) {}
+  TimerWait(Handler handler, CompletionMemory memory)
+      : completion_(std::move(handler), std::move(memory)) {}
 
   AsyncCompletion<Handler>& completion() noexcept { return completion_; }
 
@@ -302,19 +450,24 @@ class TimerWaitTask final : public TimerTask {
   std::shared_ptr<TimerWait<Handler, R>> wait_;
 };
 
+// `reserved`: the completion's memory, set aside by a coroutine token's caller (whose initiation
+// runs where it must not throw, see await_timer_wait()); null: allocated here.
 template <Refusal R>
 struct InitiateTimerWait {
   template <class Handler>
-  void operator()(Handler&& handler, SystemTimer* timer, Nanos delay, StopToken stop) const {
+  void operator()(Handler&& handler, SystemTimer* timer, Nanos delay, StopToken stop,
+                  CompletionMemory* reserved) const {
     using Wait = TimerWait<std::decay_t<Handler>, R>;
-    auto wait = std::make_shared<Wait>(std::forward<Handler>(handler));
+    using Task = TimerWaitTask<std::decay_t<Handler>, R>;
+    const std::shared_ptr<Wait> wait = make_wait<Wait, R>(std::forward<Handler>(handler), reserved);
+    if (!wait) return;  // refused out of memory: the handler has the exception
     wait->completion().watch_cancellation(wait, &Wait::request_cancel, std::move(stop));
-    const boost::intrusive_ptr<TimerWaitTask<std::decay_t<Handler>, R>> task(
-        new TimerWaitTask<std::decay_t<Handler>, R>(wait));
-    // A stop requested before the call: never added (with a delay <= 0 the task could run inside
-    // add()). Dropping the task completes the wait with operation_aborted.
-    if (wait->cancel_requested()) return;
+    boost::intrusive_ptr<Task> task;
     try {
+      task.reset(new Task(wait));
+      // A stop requested before the call: never added (with a delay <= 0 the task could run
+      // inside add()). Dropping the task completes the wait with operation_aborted.
+      if (wait->cancel_requested()) return;
       timer->add(task, delay);
     } catch (...) {
       if constexpr (R == Refusal::completed) {
@@ -336,7 +489,8 @@ template <class CompletionToken>
 auto initiate_timer_wait(CompletionToken&& token, SystemTimer* timer, Nanos delay,
                          StopToken stop) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-      InitiateTimerWait<Refusal::thrown>{}, token, timer, delay, std::move(stop));
+      InitiateTimerWait<Refusal::thrown>{}, token, timer, delay, std::move(stop),
+      static_cast<CompletionMemory*>(nullptr));
 }
 
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
@@ -359,10 +513,13 @@ template <class Executor>
 boost::asio::awaitable<void, Executor> await_timer_wait(
     SystemTimer* timer, Nanos delay, StopToken stop,
     boost::asio::use_awaitable_t<Executor> token, boost::system::error_code* redirect) {
+  // Allocated here, where running out of memory throws at the caller's co_await: the initiation
+  // below then needs no memory it has not got to report a refusal.
+  CompletionMemory memory;
   const boost::system::error_code ec =
       co_await boost::asio::async_initiate<boost::asio::use_awaitable_t<Executor>,
                                            void(std::exception_ptr, boost::system::error_code)>(
-          InitiateTimerWait<Refusal::completed>{}, token, timer, delay, std::move(stop));
+          InitiateTimerWait<Refusal::completed>{}, token, timer, delay, std::move(stop), &memory);
   if (redirect != nullptr) {
     *redirect = ec;
   } else if (ec) {

@@ -28,24 +28,32 @@
 
 namespace purgatory {
 
-/// Receives the exceptions that escape TimerTask::run(). Thread-safe (called from executors).
+/// Receives the exceptions that escape TimerTask::run() (and Executor::execute(), see
+/// SystemTimer). Thread-safe (called from executors).
 using TaskErrorHandler = std::function<void(const TimerTask& task, std::exception_ptr error)>;
+
+namespace detail {
+struct BatchContext;  // the timer's side of its batches: error handler, batches in flight
+}
 
 /// Expired tasks, ready to run. Move-only. run_all() runs each task unless its run was withdrawn
 /// meanwhile (cancel(), or the task re-added to a new deadline): that decision and the start of
 /// the run are one atomic step, so a run and a successful cancel() never both happen.
 /// Destroying a batch without running it drops those runs (the tasks are then neither run nor
 /// cancelled): executors must not do that except when the process shuts down.
+/// A batch counts as in flight at its timer from the moment its first task expires until run_all()
+/// returns or the batch is destroyed: SystemTimer::drain() waits for that.
 /// Thread-compatible: one thread runs a batch.
 class PURGATORY_TIMER_EXPORT ExpiredBatch {
  public:
   /// An empty batch.
   ExpiredBatch() = default;
   /// Moves another batch's runs into a new batch.
-  ExpiredBatch(ExpiredBatch&&) noexcept = default;
+  ExpiredBatch(ExpiredBatch&& other) noexcept;
   /// Replaces this batch's runs with another's; runs it held are dropped, as by its destruction.
-  ExpiredBatch& operator=(ExpiredBatch&&) noexcept = default;
-  ~ExpiredBatch() = default;
+  ExpiredBatch& operator=(ExpiredBatch&& other) noexcept;
+  /// Drops the runs it still holds (see above); the batch no longer counts as in flight.
+  ~ExpiredBatch();
 
   /// Runs the tasks on the calling thread, then empties the batch (its memory is kept for reuse).
   /// Order: a task whose deadline falls in an earlier tick runs before one of a later tick; tasks
@@ -66,8 +74,11 @@ class PURGATORY_TIMER_EXPORT ExpiredBatch {
   };
   // Moves the task from `ticket` to idle, the start of its run; false if the run was withdrawn.
   static bool claim(TimerTask& task, std::uint32_t ticket) noexcept;
+  // No longer in flight (run, or dropped): tells a drain() waiting for the last one.
+  void land() noexcept;
   std::vector<Job> jobs_;
-  std::shared_ptr<const TaskErrorHandler> on_error_;
+  std::shared_ptr<detail::BatchContext> context_;
+  bool in_flight_ = false;  // counted in context_'s batches in flight
 };
 
 /// An executor for expired tasks. Implementations are thread-safe.
@@ -75,7 +86,10 @@ class PURGATORY_TIMER_EXPORT Executor {
  public:
   virtual ~Executor() = default;
   /// Arranges for batch.run_all() to be called once: now, or later after moving the batch out.
-  /// Called without any timer lock held.
+  /// Called without any timer lock held. Should not throw: if it does, having left the batch, the
+  /// exception goes to the timer's TaskErrorHandler (with the batch's first task) and the batch
+  /// runs at once on the calling thread (none of its tasks is lost); having taken the batch, the
+  /// exception is printed to stderr (naming the timer) and the batch is the executor's.
   virtual void execute(ExpiredBatch& batch) = 0;
   /// Called once by SystemTimer::close() on the executor the timer created itself: runs what is
   /// already queued, then releases resources. Batches given after that run on the caller's thread.

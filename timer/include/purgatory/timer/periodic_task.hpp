@@ -15,6 +15,11 @@
 /// that lasts exactly one period is followed at once, on time). Nothing runs twice
 /// to "catch up", and no run is ever early.
 ///
+/// Each run adds the next one at its end. If the timer refuses that add (it is closing or
+/// draining) the schedule ends quietly; if the add fails otherwise (std::bad_alloc: out of memory)
+/// the schedule ends too, and the exception goes to the timer's TaskErrorHandler. The task is then
+/// not pending, and start() begins a new schedule.
+///
 /// cancel() stops all future runs: a run whose turn comes after cancel() was called does not call
 /// run_once() (each run checks, under the task's lock, that it was not cancelled before starting).
 /// A run that had already started when cancel() was called finishes, and cancel() then returns

@@ -28,6 +28,19 @@
 ///
 /// Errors: invalid arguments throw std::invalid_argument naming the value; an add() the timer
 /// refuses (closed, draining, over max_pending) throws TimerRejected.
+///
+/// Out of memory (std::bad_alloc from operator new or the task pool) never leaves a task half
+/// scheduled, and never loses one. What may allocate, and what happens then:
+///   - the constructor: throws, and nothing was started;
+///   - add(), add_at(), reschedule(): a task needing a wheel level never used before, or due at
+///     once (it needs a batch for the executor); the call throws before changing anything;
+///   - advance_clock(): a batch for the executor; it throws, having handed over whole batches
+///     only: what it did not take stays scheduled for the next pass. The reaper thread reports
+///     that to stderr and tries again 1 ms later;
+///   - drain() never throws: out of memory it keeps trying until max_wait, and hands back what it
+///     could not expire; close() never throws: the tasks it has no room to return are handed back
+///     all the same, by dropping the timer's reference (as the destructor does);
+///   - wheel_snapshot(), size_per_level(): throw, changing nothing.
 #pragma once
 
 #include <atomic>
@@ -88,8 +101,9 @@ struct TimerOptions {
   Driver driver = Driver::reaper_thread;  ///< who advances the clock
   std::size_t max_pending = 0;            ///< 0: unlimited; else add() past it throws TimerRejected
   TaskErrorHandler on_task_error{};       ///< null: print the error to stderr
-  /// Timer bases (each its own wheel and lock); a thread adds to base (its slot % bases). 0: one
-  /// per hardware thread, rounded up to a power of two, at most 64.
+  /// Timer bases (each its own wheel and lock); a thread adds to base (its slot % bases). Rounded
+  /// up to a power of two (3 gives 4: the base is the slot's low bits), at most 1024. 0: one per
+  /// hardware thread, at most 64, rounded up likewise.
   std::size_t bases = 0;
 };
 
@@ -149,9 +163,14 @@ class PURGATORY_TIMER_EXPORT SystemTimer final : private ClockWaiter {
 
   /// Graceful stop. Stops accepting tasks (add() then throws TimerRejected with Reason::draining),
   /// cancels periodic tasks, then waits until every pending task has run, at most `max_wait` on
-  /// clock(); then close(). Returns the tasks handed back because they were not due when the wait
-  /// ended (none when everything ran). The clock must keep moving: drain() advances the timer
-  /// itself, so it works with any driver. Must not be called from a task.
+  /// clock(); then close(). "Has run" includes the tasks already handed to the executor, whichever
+  /// it is (the timer's own, or one given in TimerOptions: a ThreadExecutor, an AsioExecutor, a
+  /// pool): drain() returns once their run() returned, or once max_wait has passed (then those
+  /// still with the executor run when it gets to them, after drain() returned). Returns the tasks
+  /// handed back because they were not due when the wait ended (none when everything ran). The
+  /// clock must keep moving: drain() advances the timer itself, so it works with any driver. Must
+  /// not be called from a task, nor from a thread the executor needs to run tasks (the thread
+  /// running an AsioExecutor's io_context): the wait would last max_wait.
   std::vector<TaskRef> drain(Nanos max_wait = Nanos::max());
 
   /// Kafka's advanceClock: waits up to `max_wait` for the earliest bucket to become due, then
@@ -176,7 +195,9 @@ class PURGATORY_TIMER_EXPORT SystemTimer final : private ClockWaiter {
 
   /// Stops accepting tasks, stops the reaper thread, lets the executor finish tasks that already
   /// expired, and hands back every task still scheduled (none runs; each is no longer pending).
-  /// Idempotent; later calls return an empty vector. Must not be called from a task.
+  /// Idempotent; later calls return an empty vector. Must not be called from a task. Never throws
+  /// (see "Out of memory" at the top). An add() that already held a base's lock when close()
+  /// began may still link its task; close() then hands it back with the others.
   std::vector<TaskRef> close();
   /// Whether close() (or drain(), which ends with it) has been called.
   [[nodiscard]] bool is_closed() const;
@@ -194,7 +215,9 @@ class PURGATORY_TIMER_EXPORT SystemTimer final : private ClockWaiter {
   [[nodiscard]] std::uint64_t wakeups() const;
 
   /// For external drivers: called (with no lock held) whenever an add() makes a task due before
-  /// the instant last returned by arm(). At most one hook; set it before tasks are added.
+  /// the instant last returned by arm(). At most one hook; set it before tasks are added. Must not
+  /// throw: an exception escaping it is printed to stderr (naming the timer) and the call that
+  /// ran it goes on (the add stands); the driver then wakes at the instant arm() last returned.
   void set_wakeup_hook(std::function<void()> hook);
   /// For external drivers: returns the instant to sleep until (the earliest bucket, or the next
   /// step of an ahead-of-time cascade) and remembers it, so that add() calls the wakeup hook only
@@ -228,8 +251,21 @@ class PURGATORY_TIMER_EXPORT SystemTimer final : private ClockWaiter {
   bool advance(Nanos max_wait, bool stop_when_drained, const std::int64_t* deadline = nullptr);
   void add_task(TimerTask& task, Nanos delay);
   void add_task_at(TimerTask& task, Nanos deadline);
-  // Marks `task` (holding one timer reference, adopted by the batch) as queued, into `batch`.
+  // Marks `task` (holding one timer reference, adopted by the batch) as queued, into `batch`,
+  // which prepare_batch() gave room for it.
   void queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept;
+  // Gives `batch` room for `tasks` jobs (allocating, so before anything it will hold changes).
+  void prepare_batch(ExpiredBatch& batch, std::size_t tasks) const;
+  // Hands `batch` to the executor; if execute() throws, reports it and runs what it left here.
+  void hand_off(ExpiredBatch& batch) noexcept;
+  // Calls the wakeup hook, if any; reports what it throws.
+  void call_wakeup_hook() noexcept;
+  // drain(): cancels the periodic tasks in the wheels, a base at a time.
+  void cancel_periodic_tasks();
+  // drain(): nothing in the wheels, and no batch with the executor.
+  [[nodiscard]] bool drained() const;
+  // close(): hands back every task of `base` into `out` (those it has no room for: dropped).
+  void hand_back_all(detail::TimerBase& base, std::vector<TaskRef>& out) noexcept;
   // Before a scheduled task leaves that state (under its base's lock): its base becomes the last
   // one, so that a reader who sees the task scheduled again waits for the next add's store.
   static void retire_base(TimerTask& task) noexcept {
@@ -259,11 +295,13 @@ class PURGATORY_TIMER_EXPORT SystemTimer final : private ClockWaiter {
   const std::size_t max_pending_;
   std::shared_ptr<Executor> executor_;
   bool owns_executor_ = false;
-  std::shared_ptr<const TaskErrorHandler> on_error_;
+  std::shared_ptr<detail::BatchContext> batches_;  // shared with the batches handed out
 
   std::vector<std::unique_ptr<detail::TimerBase>> bases_;  // fixed after construction
   std::size_t base_mask_ = 0;
-  // Written under every base's lock (so an add holding one sees them), read anywhere.
+  // Set by close() and drain() before they visit the bases one at a time, each under its lock:
+  // an add() holding a base's lock when the flag was set links its task before the visit (which
+  // finds it), every later holder of that lock sees the flag. Read anywhere.
   std::atomic<bool> closed_{false};
   std::atomic<bool> draining_{false};
   // Tasks in the wheels, kept only when max_pending is set (an exact limit across bases).

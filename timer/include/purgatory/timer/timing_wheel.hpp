@@ -62,6 +62,13 @@ class PURGATORY_TIMER_EXPORT TimingWheel {
   /// (expiration < current_time() + tick()): the caller runs it.
   bool add(TimerTask& task, std::int64_t expiration);
 
+  /// Creates the overflow levels an add() for `expiration` would create, the only memory add()
+  /// ever allocates: an add() for it afterwards cannot throw. Throws std::bad_alloc (and then has
+  /// changed nothing).
+  void reserve_levels(std::int64_t expiration) {
+    if (expiration - current_time_ >= interval_) reserve_overflow(expiration);
+  }
+
   /// Unlinks `task`, which must be held by this wheel or one of its overflow wheels. O(1).
   static void remove(TimerTask& task) noexcept;
 
@@ -209,6 +216,7 @@ class PURGATORY_TIMER_EXPORT TimingWheel {
   };
 
   [[nodiscard]] std::optional<Next> find_next() const noexcept;
+  void reserve_overflow(std::int64_t expiration);
   // Ring slot of bucket number `id` (expiration / tick).
   [[nodiscard]] int slot_of(std::int64_t id) const noexcept { return static_cast<int>(id % ring_); }
   // Links `task` on this level (not an overflow level), in the ring's second half if need be;

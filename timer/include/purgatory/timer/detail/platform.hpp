@@ -1,5 +1,5 @@
-// Internal: the only public header that names a platform. Two things stay inline in headers for
-// speed and depend on the compiler or C library; everything else platform-specific lives in the
+// Internal: the only public header that names a platform. Three things stay inline in headers
+// for speed and depend on the compiler, the C library or the standard library; everything else platform-specific lives in the
 // timer's sources (timer/src/platform/), behind plain functions.
 //
 // - AdaptiveMutex: the lock of a timer base and of a purgatory shard. Their critical sections are a
@@ -11,8 +11,13 @@
 // - prefetch_for_write(): a hint to start loading a cache line the caller is about to write
 //   (expiring a bucket, taking a pool block, a purgatory's batched key lookups). A compiler
 //   builtin where the compiler has one, else nothing.
+// - kSlowHash<Hash>: whether libstdc++'s unordered_map stores each entry's hash beside it (it does
+//   for a hash it deems slow, such as std::hash<std::string>, or one that may throw). The
+//   purgatory's key map wraps the user's Hash and keeps the layout Hash itself would get. Other
+//   standard libraries never store it: false.
 #pragma once
 
+#include <functional>
 #include <mutex>
 
 #if defined(__GLIBC__)
@@ -52,5 +57,13 @@ inline void prefetch_for_write([[maybe_unused]] const void* p) noexcept {
 #endif
 #endif
 }
+
+#if defined(__GLIBCXX__)
+template <class Hash>
+inline constexpr bool kSlowHash = !std::__is_fast_hash<Hash>::value;
+#else
+template <class Hash>
+inline constexpr bool kSlowHash = false;
+#endif
 
 }  // namespace purgatory::detail
