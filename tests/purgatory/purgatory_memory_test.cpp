@@ -109,8 +109,12 @@ TEST_CASE("memory: 1000000 operations on 4 keys each completed through one key l
           " KiB, after ", total, " operations: ", *end / 1024, " KiB");
   if (!kSanitized) {
     CHECK(*end - *start < 4L * 1024 * 1024);
-    // Even the first wave's key maps and nodes were given back (the allocator keeps some slack).
-    CHECK(*end - *before_warm_up < 8L * 1024 * 1024);
+    // Even the first wave's key maps and nodes were given back: a wave holds about 30 MB at its
+    // peak (100,000 operations, their extra key nodes, 100,000 unique keys). What stays is the
+    // allocators' slack: the task pool keeps, per thread, the slab it allocates from in each size
+    // class used (three here: operations, extra key nodes, key entries; touched up to 2 MiB each)
+    // and 2 spare slabs, and malloc keeps some too.
+    CHECK(*end - *before_warm_up < 12L * 1024 * 1024);
   }
 }
 

@@ -20,7 +20,7 @@
 ///
 /// Cancelling the wait cancels the operation. Boost 1.74's Asio has no cancellation slots (they
 /// came in 1.77), so the cancellable form takes a C++20 std::stop_token before the token (where the
-/// standard library has <stop_token>, as purgatory/timer/async.hpp says); with
+/// standard library has `<stop_token>`, as purgatory/timer/async.hpp says); with
 /// Boost >= 1.77 a cancellation slot associated with the handler works the same way. A request
 /// withdraws the operation from its purgatory exactly as
 /// DelayedOperationPurgatory::cancel_for_key() does: its timeout is cancelled, it leaves every key
@@ -264,7 +264,7 @@ auto async_wait_outcome(const OperationRef& op, CompletionToken&& token) {
 
 #if defined(__cpp_lib_jthread)
 /// As above; a stop requested on `stop` cancels the wait and withdraws the operation. Where the
-/// standard library has <stop_token>.
+/// standard library has `<stop_token>`.
 template <class CompletionToken>
 auto async_wait_outcome(const OperationRef& op, std::stop_token stop, CompletionToken&& token) {
   if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");

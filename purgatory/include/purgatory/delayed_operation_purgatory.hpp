@@ -301,7 +301,7 @@ class DelayedOperationPurgatory {
           // Linked here, so not yet unwatched: its nodes and timeout are stable.
           DelayedOperation& op = Access::op_of(node);
           const Nanos since = Access::watched_since_published(op);
-          if (since < Nanos::zero()) continue;   // being set up: counted, not listed
+          if (since < Nanos::zero()) continue;  // being set up: counted, not listed
           const Nanos timeout = op.timeout();
           entry.operations.push_back(
               {since, since + std::max(timeout, Nanos::zero()), timeout, Access::key_count(op)});

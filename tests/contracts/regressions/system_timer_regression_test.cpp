@@ -27,7 +27,7 @@ TEST_CASE(
   ManualTimer m;
   auto distant = purgatory::make_task<CountingTask>();
   m.timer.add(distant, 1h);  // something pending: the wheel no longer catches up for free on add
-  m.clock.advance(5ms);  // the clock moves, nothing expires: the wheel's time stays behind
+  m.clock.advance(5ms);      // the clock moves, nothing expires: the wheel's time stays behind
   auto longest = purgatory::make_task<CountingTask>();
   CHECK_NOTHROW(m.timer.add_at(longest, m.clock.now() + SystemTimer::kMaxDelay));
   CHECK(longest->is_pending());

@@ -19,8 +19,11 @@
 #include <memory>
 #include <new>
 #include <optional>
-#include <stop_token>
 #include <string>
+#include <version>
+#if defined(__cpp_lib_jthread)
+#include <stop_token>
+#endif
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -411,7 +414,9 @@ void async_scenario(Verdict& v) {
   };
   v.at("initiating the waits");
   std::future<Outcome> future;
+#if defined(__cpp_lib_jthread)
   std::stop_source stop(std::nostopstate);  // its shared state, allocated below, is the test's
+#endif
   if (waits[0].watched) {
     try {
       async_wait_outcome(waits[0].op, boost::asio::bind_executor(*io, record(waits[0])));
@@ -461,6 +466,9 @@ void async_scenario(Verdict& v) {
     }
   }
 #endif
+#if defined(__cpp_lib_jthread)
+  // Where the standard library has no <stop_token> the overload is absent: wait 4 is then never
+  // initiated, and its operation is shut down with the rest.
   if (waits[4].watched) {
     try {
       stop = std::stop_source();
@@ -470,9 +478,12 @@ void async_scenario(Verdict& v) {
     } catch (const std::bad_alloc&) {
     }
   }
+#endif
   poll(*io);  // the coroutines start, and initiate their waits
   v.at("completing the operations");
+#if defined(__cpp_lib_jthread)
   (void)stop.request_stop();  // withdraws operation 4 (its owner keeps it, pending)
+#endif
   for (std::size_t i = 0; i < 4; ++i) {
     if (!waits[i].watched) continue;
     waits[i].op->completable = true;

@@ -4,9 +4,14 @@
 
 #include <cstddef>
 #include <cstdlib>
+#if defined(_WIN32)
+#include <malloc.h>
+#endif
 #include <new>
 
-#include <execinfo.h>
+#if defined(__GLIBC__)
+#include <execinfo.h>  // PURGATORY_SWEEP_TRACE prints where the k-th allocation was made
+#endif
 
 #include "purgatory/timer/detail/race_point.hpp"
 
@@ -39,6 +44,7 @@ bool fail_this_one() noexcept {
   const bool fail = s.fail_at != 0 && (s.allocations == s.fail_at ||
                                        (s.mode == Mode::persistent && s.allocations > s.fail_at));
   if (fail) ++s.injected;
+#if defined(__GLIBC__)
   if (fail && s.mode == Mode::transient) {
     static const char* want = std::getenv("PURGATORY_SWEEP_TRACE");
     if (want != nullptr && std::strtoull(want, nullptr, 10) == s.fail_at) {
@@ -47,6 +53,7 @@ bool fail_this_one() noexcept {
       backtrace_symbols_fd(frames, n, 2);
     }
   }
+#endif
   return fail;
 }
 
@@ -100,8 +107,21 @@ void* allocate(std::size_t size) {
 void* allocate_aligned(std::size_t size, std::align_val_t align) {
   if (purgatory::sweep::fail_this_one()) throw std::bad_alloc();
   const auto a = static_cast<std::size_t>(align);
+#if defined(_WIN32)
+  // No aligned_alloc() in the Windows C runtime; its aligned blocks go back with _aligned_free().
+  if (void* p = _aligned_malloc(size == 0 ? 1 : size, a)) return p;
+#else
   if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) return p;
+#endif
   throw std::bad_alloc();
+}
+
+void free_aligned(void* p) noexcept {
+#if defined(_WIN32)
+  _aligned_free(p);
+#else
+  std::free(p);
+#endif
 }
 
 }  // namespace
@@ -139,16 +159,16 @@ void operator delete[](void* p, std::size_t) noexcept {
   std::free(p);
 }
 void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
+  free_aligned(p);
 }
 void operator delete[](void* p, std::align_val_t) noexcept {
-  std::free(p);
+  free_aligned(p);
 }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
+  free_aligned(p);
 }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
+  free_aligned(p);
 }
 void operator delete(void* p, const std::nothrow_t&) noexcept {
   std::free(p);

@@ -39,7 +39,6 @@ struct AsioTimer {
   SystemTimer timer;
 };
 
-
 }  // namespace
 
 TEST_CASE(

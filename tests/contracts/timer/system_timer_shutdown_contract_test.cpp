@@ -34,7 +34,6 @@ using purgatory::test::RaceSchedule;
 
 namespace {
 
-
 std::optional<TimerRejected::Reason> add_refused(SystemTimer& timer) {
   auto probe = purgatory::make_task<CountingTask>();
   try {

@@ -46,7 +46,8 @@ void wait_while_equal(std::atomic<T>& word, T old, std::memory_order order) noex
 #if defined(PURGATORY_PARKING_TABLE)
   ParkingSlot& slot = parking_slot(&word);
   std::unique_lock lock(slot.mu);
-  while (word.load(order) == old) slot.cv.wait(lock);
+  while (word.load(order) == old)
+    slot.cv.wait(lock);
 #else
   word.wait(old, order);
 #endif

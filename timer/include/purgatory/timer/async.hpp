@@ -39,7 +39,7 @@
 ///   stop.request_stop();  // from any thread: the task is cancelled, handler(operation_aborted)
 /// @endcode
 ///
-/// The std::stop_token overloads exist where the standard library has <stop_token> (it defines
+/// The std::stop_token overloads exist where the standard library has `<stop_token>` (it defines
 /// __cpp_lib_jthread: libstdc++ 10 and later, MSVC; not libc++ 14, which Apple's and LLVM's clang
 /// shipped until libc++ 17/18); the rest of this header is the same everywhere.
 ///
@@ -99,7 +99,7 @@ namespace detail {
 #if defined(__cpp_lib_jthread)
 using StopToken = std::stop_token;
 #else
-// Where the standard library has no <stop_token>: a token that can never be stopped, so that the
+// Where the standard library has no `<stop_token>`: a token that can never be stopped, so that the
 // waits' plumbing is the same everywhere (only the public overloads taking one are missing).
 struct StopToken {
   [[nodiscard]] bool stop_possible() const noexcept { return false; }
@@ -486,8 +486,7 @@ struct InitiateTimerWait {
 
 // async_wait() with any token: a refusal throws from the initiating call.
 template <class CompletionToken>
-auto initiate_timer_wait(CompletionToken&& token, SystemTimer* timer, Nanos delay,
-                         StopToken stop) {
+auto initiate_timer_wait(CompletionToken&& token, SystemTimer* timer, Nanos delay, StopToken stop) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
       InitiateTimerWait<Refusal::thrown>{}, token, timer, delay, std::move(stop),
       static_cast<CompletionMemory*>(nullptr));
@@ -511,8 +510,8 @@ struct AwaitableToken<boost::asio::redirect_error_t<boost::asio::use_awaitable_t
 // stored in `redirect` as redirect_error does.
 template <class Executor>
 boost::asio::awaitable<void, Executor> await_timer_wait(
-    SystemTimer* timer, Nanos delay, StopToken stop,
-    boost::asio::use_awaitable_t<Executor> token, boost::system::error_code* redirect) {
+    SystemTimer* timer, Nanos delay, StopToken stop, boost::asio::use_awaitable_t<Executor> token,
+    boost::system::error_code* redirect) {
   // Allocated here, where running out of memory throws at the caller's co_await: the initiation
   // below then needs no memory it has not got to report a refusal.
   CompletionMemory memory;
@@ -542,8 +541,7 @@ auto await_timer_wait(SystemTimer* timer, Nanos delay, StopToken stop,
 
 // async_wait(), whichever the token.
 template <class CompletionToken>
-auto dispatch_timer_wait(SystemTimer& timer, Nanos delay, StopToken stop,
-                         CompletionToken&& token) {
+auto dispatch_timer_wait(SystemTimer& timer, Nanos delay, StopToken stop, CompletionToken&& token) {
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
   if constexpr (AwaitableToken<std::decay_t<CompletionToken>>::value) {
     return await_timer_wait(&timer, delay, std::move(stop), token);
@@ -577,7 +575,8 @@ auto async_wait(SystemTimer& timer, Nanos delay, std::stop_token stop, Completio
 }
 #endif
 
-/// As above, without a stop_token (where the standard library has no <stop_token>, the only form).
+/// As above, without a stop_token (where the standard library has no `<stop_token>`, the only
+/// form).
 template <class CompletionToken>
 auto async_wait(SystemTimer& timer, Nanos delay, CompletionToken&& token) {
   return detail::dispatch_timer_wait(timer, delay, detail::StopToken(),

@@ -1,6 +1,6 @@
 // Internal: the only public header that names a platform. Three things stay inline in headers
-// for speed and depend on the compiler, the C library or the standard library; everything else platform-specific lives in the
-// timer's sources (timer/src/platform/), behind plain functions.
+// for speed and depend on the compiler, the C library or the standard library; everything else
+// platform-specific lives in the timer's sources (timer/src/platform/), behind plain functions.
 //
 // - AdaptiveMutex: the lock of a timer base and of a purgatory shard. Their critical sections are a
 //   handful of pointer writes (link or unlink a task or a watch node, copy a key's list), taken by
