@@ -121,15 +121,15 @@ TEST_CASE(
     return best;
   };
   detail::set_timer_thread_slot(0);
-  auto far = make_task([] {});
-  timer.add(far, 600s);
+  auto distant = make_task([] {});
+  timer.add(distant, 600s);
   detail::set_timer_thread_slot(1);
-  auto near = make_task([] {});
-  timer.add(near, 1s);
+  auto soon = make_task([] {});
+  timer.add(soon, 1s);
   const auto before = fastest_of_3();
   clock.advance(300s);
   auto caught_up = make_task([] {});
-  (void)near->cancel();  // base 1 empty again: the next add catches its wheel up with the clock
+  (void)soon->cancel();  // base 1 empty again: the next add catches its wheel up with the clock
   timer.add(caught_up, 1s);
   const auto lagging = fastest_of_3();
   INFO("snapshot before the lag: "

@@ -113,7 +113,9 @@ TEST_CASE(
     for (int i = 0; i < 4; ++i)
       ops.push_back(mock(1s));
     std::vector<bool> was_refused(ops.size(), false);
+    std::atomic<bool> started{false};
     std::thread watcher([&] {
+      started.store(true);
       for (std::size_t i = 0; i < ops.size(); ++i) {
         const int k = static_cast<int>(i);
         try {
@@ -123,6 +125,10 @@ TEST_CASE(
         }
       }
     });
+    // From the watcher's start, not its creation: a thread may take far longer to start than the
+    // watches take (under Wine, longer than the whole window), and then every call is refused.
+    while (!started.load())
+      std::this_thread::yield();
     std::this_thread::sleep_for(std::chrono::microseconds(seed % 200));
     p.purgatory.shutdown();
     watcher.join();
