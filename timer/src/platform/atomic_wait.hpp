@@ -53,14 +53,22 @@ void wait_while_equal(std::atomic<T>& word, T old, std::memory_order order) noex
 #endif
 }
 
+#if defined(PURGATORY_PARKING_TABLE)
+// Wakes every thread sleeping on the slot `address` hashes to (several words share a slot, so
+// waking only one sleeper could wake another word's). Taking the slot's mutex first orders this
+// after a sleeper's check of its word.
+inline void wake_slot(const void* address) noexcept {
+  ParkingSlot& slot = parking_slot(address);
+  { const std::lock_guard lock(slot.mu); }
+  slot.cv.notify_all();
+}
+#endif
+
 // Wakes at least one thread sleeping in wait_while_equal(word, ...), after `word` changed.
 template <class T>
 void wake_one(std::atomic<T>& word) noexcept {
 #if defined(PURGATORY_PARKING_TABLE)
-  // Several words share a slot: waking one sleeper could wake the wrong word's.
-  ParkingSlot& slot = parking_slot(&word);
-  { const std::lock_guard lock(slot.mu); }
-  slot.cv.notify_all();
+  wake_slot(&word);
 #else
   word.notify_one();
 #endif
@@ -70,9 +78,7 @@ void wake_one(std::atomic<T>& word) noexcept {
 template <class T>
 void wake_all(std::atomic<T>& word) noexcept {
 #if defined(PURGATORY_PARKING_TABLE)
-  ParkingSlot& slot = parking_slot(&word);
-  { const std::lock_guard lock(slot.mu); }
-  slot.cv.notify_all();
+  wake_slot(&word);
 #else
   word.notify_all();
 #endif
