@@ -57,22 +57,19 @@ bool TimingWheel::add(TimerTask& task, std::int64_t expiration) {
   if (expiration < current_time_ + tick_) return false;  // due now: the caller runs it
   // expiration > current_time_ here, so the difference cannot overflow.
   if (expiration - current_time_ < interval_) return place(task, expiration);
-  if (!overflow_) {
-    // The overflow level's tick is this level's interval; interval_ is below kMaxTime here,
-    // because a saturated interval accepts every expiration above.
-    overflow_ = std::make_unique<TimingWheel>(interval_, wheel_size_, current_time_);
-    overflow_->attach(base_);
-  }
+  if (!overflow_) reserve_overflow(expiration);
   return overflow_->add(task, expiration);
 }
 
 void TimingWheel::reserve_overflow(std::int64_t expiration) {
-  // The levels add() walks: it stops at the first whose interval holds the expiration.
+  // The levels add() walks: it stops at the first whose interval holds the expiration. A new
+  // level's tick is the interval of the level below (below kMaxTime here: a saturated interval
+  // holds every expiration), and its buckets name the same base.
   for (TimingWheel* w = this; expiration - w->current_time_ >= w->interval_;
        w = w->overflow_.get()) {
     if (!w->overflow_) {
       w->overflow_ = std::make_unique<TimingWheel>(w->interval_, w->wheel_size_, w->current_time_);
-      w->overflow_->attach(w->base_);  // as add() does: its buckets name the base they belong to
+      w->overflow_->attach(w->base_);
     }
   }
 }
