@@ -36,6 +36,7 @@ TimingWheel::TimingWheel(std::int64_t tick, int wheel_size, std::int64_t start_t
   ring_ = 2 * wheel_size;
   interval_ = saturating_mul(tick, wheel_size);
   current_time_ = start_time - start_time % tick;
+  reach_ = interval_ - tick_;
   const auto n = static_cast<std::size_t>(ring_);
   buckets_ = std::make_unique<TimerTaskList[]>(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -72,6 +73,10 @@ void TimingWheel::reserve_overflow(std::int64_t expiration) {
       w->overflow_->attach(w->base_);
     }
   }
+  const TimingWheel* top = this;
+  while (top->overflow_)
+    top = top->overflow_.get();
+  reach_ = top->interval_ - top->tick_;
 }
 
 bool TimingWheel::place(TimerTask& task, std::int64_t expiration) noexcept {

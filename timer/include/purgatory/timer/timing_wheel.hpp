@@ -66,7 +66,7 @@ class PURGATORY_TIMER_EXPORT TimingWheel {
   /// ever allocates: an add() for it afterwards cannot throw. Throws std::bad_alloc (and then has
   /// changed nothing).
   void reserve_levels(std::int64_t expiration) {
-    if (expiration - current_time_ >= interval_) reserve_overflow(expiration);
+    if (expiration - current_time_ >= reach_) reserve_overflow(expiration);
   }
 
   /// Unlinks `task`, which must be held by this wheel or one of its overflow wheels. O(1).
@@ -240,6 +240,12 @@ class PURGATORY_TIMER_EXPORT TimingWheel {
   std::vector<std::uint64_t> nonempty_;  // bit i set <=> buckets_[i] non-empty (ring_ bits)
   std::unique_ptr<TimingWheel> overflow_;
   detail::TimerBase* base_ = nullptr;  // see attach()
+  // reserve_levels()'s test, one comparison on the add path: an expiration less than reach_ after
+  // current_time_ needs no new level. It is the top level's interval minus its tick, set by
+  // reserve_overflow(): a level's current time is this one's rounded down to its tick, so it lags
+  // by less than that tick. Levels are never removed, so it is never too large; one made by an
+  // add() on a coarser level leaves it small until the next reserve_overflow() here.
+  std::int64_t reach_;
 };
 
 }  // namespace purgatory
