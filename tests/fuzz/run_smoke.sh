@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every fuzz target for SECONDS (default 60) on a scratch copy of its seed corpus (the
-# committed corpus is never written), one target at a time, at low priority. Exits non-zero if
-# any target crashes, leaks, breaks a model invariant or is missing.
+# committed corpus is never written), at low priority, PURGATORY_FUZZ_JOBS targets at a time
+# (default 1, so a developer's machine keeps a core for others; CI, which has the machine to
+# itself, runs 2). Exits non-zero if any target crashes, leaks, breaks a model invariant or is
+# missing.
 #   tests/fuzz/run_smoke.sh build/fuzz 60
 set -euo pipefail
 
@@ -17,20 +19,26 @@ targets=(fuzz_request_decoder fuzz_record_batch fuzz_timer_purgatory_model fuzz_
 work=$(mktemp -d "${TMPDIR:-/tmp}/purgatory-fuzz-smoke.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-failed=0
-for target in "${targets[@]}"; do
+jobs=${PURGATORY_FUZZ_JOBS:-1}
+if ! [[ $jobs =~ ^[1-9][0-9]*$ ]]; then
+  echo "PURGATORY_FUZZ_JOBS must be a positive integer, got '$jobs'" >&2
+  exit 2
+fi
+
+# Fuzzes one target; prints its verdict (and, on failure, its log's end); returns non-zero on
+# failure.
+fuzz_one() {
+  local target=$1 binary corpus log
   binary=$(find "$build_dir" -type f -name "$target" -perm -u+x -print -quit)
   if [[ -z $binary ]]; then
     echo "FAIL $target: no binary under $build_dir (configure with -DPURGATORY_BUILD_FUZZERS=ON and clang++)"
-    failed=1
-    continue
+    return 1
   fi
   corpus=$work/$target/corpus
   mkdir -p "$corpus" "$work/$target/artifacts"
   cp "$here/corpus/$target"/* "$corpus"/
   log=$work/$target/log
-  echo "== $target: ${seconds}s"
-  # -jobs/-workers 1: one process, so the machine keeps a core for others.
+  # -jobs/-workers 1: one process per target.
   if nice -n 10 "$binary" -max_total_time="$seconds" -print_final_stats=1 -timeout=25 \
       -rss_limit_mb=2048 -artifact_prefix="$work/$target/artifacts/" "$corpus" >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
@@ -45,7 +53,25 @@ for target in "${targets[@]}"; do
       cp "$artifact" "$build_dir/fuzz-artifacts/$target-$(basename "$artifact")"
       echo "     input kept: $build_dir/fuzz-artifacts/$target-$(basename "$artifact")"
     done
-    failed=1
+    return 1
   fi
+}
+
+# Each target's verdict goes to a file of its own and is printed in the targets' order.
+for target in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+  echo "== $target: ${seconds}s"
+  mkdir -p "$work/$target"
+  {
+    status=0
+    fuzz_one "$target" >"$work/$target.verdict" 2>&1 || status=$?
+    echo "$status" >"$work/$target.status"
+  } &
+done
+wait
+failed=0
+for target in "${targets[@]}"; do
+  cat "$work/$target.verdict"
+  [[ $(cat "$work/$target.status" 2>/dev/null) == 0 ]] || failed=1
 done
 exit $failed
