@@ -1,5 +1,7 @@
 #include "purgatory/timer/timing_wheel.hpp"
 
+#include <algorithm>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -144,4 +146,47 @@ TEST_CASE("TimingWheel: a huge wheel (4096 slots) finds buckets across bitmap wo
     order.insert(order.end(), out.begin(), out.end());
   }
   CHECK(order == std::vector<std::int64_t>{64, 70, 129, 3000, 4000});
+}
+
+// reserve_levels() promises that an add() for the same expiration afterwards allocates nothing:
+// it makes every level that add() would. It decides with one comparison against how far the levels
+// reach, which must never claim more than they do, whatever the levels' current times (each
+// rounded down to its own tick, so a coarse level lags the finest) and whichever call made them
+// (add() makes levels too). Half the expirations fall at a level's edge, where its lag matters.
+TEST_CASE("TimingWheel: after reserve_levels(e), add(e) makes no level, for any clock and e") {
+  std::vector<boost::intrusive_ptr<NoopTask>> tasks;  // outlive the wheel, which unlinks them
+  TimingWheel wheel(10, 5, 1003);                     // levels of 50, 250, 1250, ... wide
+  std::mt19937_64 rng(27);
+  const auto draw = [&rng](std::int64_t n) {  // uniform in [0, n)
+    return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
+  };
+  std::int64_t now = 1003;
+  for (int step = 0; step < 20000; ++step) {
+    std::int64_t e = 0;
+    if (rng() % 2 == 0) {
+      // Anywhere from within level 0 to far beyond the levels made so far.
+      e = now + 10 + draw(std::int64_t{10} << draw(40));
+    } else {
+      // At the edge of a level's interval: from the edge measured from that level's clock to the
+      // edge measured from level 0's (later by as much as the level lags), a tick either side.
+      const TimingWheel* level = &wheel;
+      for (std::int64_t k = draw(wheel.levels()); k > 0; --k)
+        level = level->overflow_wheel();
+      const std::int64_t lag = wheel.current_time() - level->current_time();
+      e = std::max(now + 10, level->current_time() + level->interval() - 10 + draw(lag + 20));
+    }
+    tasks.push_back(purgatory::make_task<NoopTask>());
+    if (rng() % 8 == 0) {
+      CHECK(wheel.add(*tasks.back(), e));  // levels made by add() itself
+    } else {
+      wheel.reserve_levels(e);
+      const int reserved = wheel.levels();
+      REQUIRE(wheel.add(*tasks.back(), e));
+      REQUIRE_MESSAGE(wheel.levels() == reserved, "clock " << now << ", expiration " << e);
+    }
+    if (rng() % 4 == 0) {
+      now += draw(700);
+      (void)expire_all_until(wheel, now);
+    }
+  }
 }
