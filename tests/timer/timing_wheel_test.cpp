@@ -1,6 +1,8 @@
 #include "purgatory/timer/timing_wheel.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -162,18 +164,20 @@ TEST_CASE("TimingWheel: after reserve_levels(e), add(e) makes no level, for any 
   };
   std::int64_t now = 1003;
   for (int step = 0; step < 20000; ++step) {
-    std::int64_t e = 0;
-    if (rng() % 2 == 0) {
-      // Anywhere from within level 0 to far beyond the levels made so far.
-      e = now + 10 + draw(std::int64_t{10} << draw(40));
-    } else {
+    // Anywhere from within level 0 to far beyond the levels made so far, or (below) at an edge.
+    std::int64_t e = now + 10 + draw(std::int64_t{10} << draw(40));
+    if (rng() % 2 == 1) {
       // At the edge of a level's interval: from the edge measured from that level's clock to the
       // edge measured from level 0's (later by as much as the level lags), a tick either side.
+      // Edges climb a level at a time until the top level's interval saturates at INT64_MAX; that
+      // level has no edge to test, so the expiration above stands.
       const TimingWheel* level = &wheel;
       for (std::int64_t k = draw(wheel.levels()); k > 0; --k)
         level = level->overflow_wheel();
       const std::int64_t lag = wheel.current_time() - level->current_time();
-      e = std::max(now + 10, level->current_time() + level->interval() - 10 + draw(lag + 20));
+      const std::int64_t room = std::numeric_limits<std::int64_t>::max() - level->current_time();
+      if (level->interval() - 10 < room - lag - 20)
+        e = std::max(now + 10, level->current_time() + level->interval() - 10 + draw(lag + 20));
     }
     tasks.push_back(purgatory::make_task<NoopTask>());
     if (rng() % 8 == 0) {
