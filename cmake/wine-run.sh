@@ -25,6 +25,17 @@ if [ ! -f "$WINEPREFIX/.made" ]; then
     fi
   ) 9>"$WINEPREFIX.lock"
 fi
-# Starts the persistent server unless one runs for this prefix (then this exits at once).
-"$wineserver" -p60 >/dev/null 2>&1 || true
+# Starts the persistent server unless one runs for this prefix (then `wineserver -p` exits 2 at
+# once). The first program after the server starts also starts Wine's own services (services.exe,
+# winedevice.exe), which inherit that program's stdout and stderr and live as long as the server:
+# a test started first would keep ctest waiting on its output 60 s after it ended. So whoever
+# starts the server starts the services, writing nowhere, and the others wait for that under the
+# lock before running their program. (The server and the services outlive this script: they
+# must not inherit the lock's descriptor, or they would hold the lock as long as they live.)
+(
+  flock 9
+  if "$wineserver" -p60 </dev/null >/dev/null 2>&1 9>&-; then
+    "$wine" wineboot </dev/null >/dev/null 2>&1 9>&- || true
+  fi
+) 9>"$WINEPREFIX.server.lock"
 exec "$wine" "$@"
