@@ -30,12 +30,12 @@ fi
 # winedevice.exe), which inherit that program's stdout and stderr and live as long as the server:
 # a test started first would keep ctest waiting on its output 60 s after it ended. So whoever
 # starts the server starts the services, writing nowhere, and the others wait for that under the
-# lock before running their program. (The server and the services outlive this script: they
-# must not inherit the lock's descriptor, or they would hold the lock as long as they live.)
+# prefix's lock before running their program. (The server and the services outlive this script:
+# they must not inherit the lock's descriptor, or they would hold the lock as long as they live.)
 (
   flock 9
   if "$wineserver" -p60 </dev/null >/dev/null 2>&1 9>&-; then
     "$wine" wineboot </dev/null >/dev/null 2>&1 9>&- || true
   fi
-) 9>"$WINEPREFIX.server.lock"
+) 9>"$WINEPREFIX.lock"
 exec "$wine" "$@"
