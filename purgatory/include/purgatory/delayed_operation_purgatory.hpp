@@ -122,8 +122,15 @@ class DelayedOperationPurgatory {
     }
     // A first look; watch() claims it under its lock (a second claim throws there).
     if (op->was_watched()) throw OperationAlreadyWatched(state_->name());
-    const DistinctKeys distinct = distinct_keys(keys);
-    const Watch watched = watch(op, std::span<const Key* const>(distinct.data(), distinct.size()));
+    Watch watched = Watch::watching;
+    if (keys.size() <= kFewKeys) {  // the common case: the list on the stack, built in line
+      std::array<const Key*, kFewKeys> few{};
+      const std::size_t n = distinct_few(keys, few.data());
+      watched = watch(op, std::span<const Key* const>(few.data(), n));
+    } else {
+      const DistinctKeys distinct = distinct_keys(keys);
+      watched = watch(op, std::span<const Key* const>(distinct.data(), distinct.size()));
+    }
     if (watched == Watch::completed_unwatched) state_->account_unwatched_completion();
     return watched == Watch::completed_unwatched || watched == Watch::completed_watched;
   }
@@ -438,6 +445,9 @@ class DelayedOperationPurgatory {
     return shift_ >= 64 ? 0 : static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ULL) >> shift_);
   }
 
+  // Up to this many keys, try_complete_else_watch() keeps its list of distinct keys on the stack.
+  static constexpr std::size_t kFewKeys = 8;
+
   enum class Watch { watching, completed_unwatched, completed_watched, completed_elsewhere };
 
   // All under one hold of op's lock: claims it (throws OperationAlreadyWatched if some call
@@ -451,7 +461,9 @@ class DelayedOperationPurgatory {
   Watch watch(const OperationRef& ref, std::span<const Key* const> keys) {
     DelayedOperation& op = *ref;
     // Each key's hash once, and its lines asked for before any lock is taken.
-    boost::container::small_vector<std::uint64_t, 8> hashes(keys.size());
+    // Not zeroed first (each is written below): value-initialising costs a `rep stos` per watch.
+    boost::container::small_vector<std::uint64_t, 8> hashes(keys.size(),
+                                                            boost::container::default_init);
     for (std::size_t i = 0; i < keys.size(); ++i) {
       hashes[i] = static_cast<std::uint64_t>(Hash{}(*keys[i]));
       prefetch(hashes[i]);
@@ -517,15 +529,12 @@ class DelayedOperationPurgatory {
   using DistinctKeys = boost::container::small_vector<const Key*, 8>;
   static DistinctKeys distinct_keys(std::span<const Key> keys) {
     DistinctKeys out;
-    out.reserve(keys.size());
     if (keys.size() <= 16) {
-      for (const Key& k : keys) {
-        const bool seen =
-            std::any_of(out.begin(), out.end(), [&](const Key* p) { return KeyEqual{}(*p, k); });
-        if (!seen) out.push_back(&k);
-      }
+      out.resize(keys.size(), boost::container::default_init);
+      out.resize(distinct_few(keys, out.data()));
       return out;
     }
+    out.reserve(keys.size());
     struct PtrHash {
       std::size_t operator()(const Key* p) const { return Hash{}(*p); }
     };
@@ -538,6 +547,18 @@ class DelayedOperationPurgatory {
       if (seen.insert(&k).second) out.push_back(&k);
     }
     return out;
+  }
+
+  // distinct_keys() for a few keys (compared pairwise): into `out`, which holds keys.size().
+  // Returns how many.
+  static std::size_t distinct_few(std::span<const Key> keys, const Key** out) {
+    std::size_t n = 0;
+    for (const Key& k : keys) {
+      if (std::none_of(out, out + n, [&](const Key* p) { return KeyEqual{}(*p, k); })) {
+        out[n++] = &k;
+      }
+    }
+    return n;
   }
 
   // Requires the counter's shard lock: its only writers hold it, so no atomic read-modify-write

@@ -383,18 +383,24 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation_purgatory.hpp: a key listed more than once is watched once (one pair, one "
     "try per check)") {
-  ManualPurgatory<int> p;
-  auto op = probe(1s);
-  std::vector<int> keys(40, 7);  // the many-keys path too
-  keys.push_back(8);
-  p.purgatory.try_complete_else_watch(op, std::span<const int>(keys));
-  CHECK(p.purgatory.watched() == 2);
-  const int before = op->tries;
-  CHECK(p.purgatory.check_and_complete(7) == 0);
-  CHECK(op->tries == before + 1);
-  op->completable = true;
-  CHECK(p.purgatory.check_and_complete(7) == 1);
-  CHECK(p.purgatory.watched() == 0);
+  // The lists of distinct keys are built three ways: up to 8 keys, up to 16, and more.
+  for (const std::size_t copies : {2U, 11U, 40U}) {
+    CAPTURE(copies);
+    ManualPurgatory<int> p;
+    auto op = probe(1s);
+    std::vector<int> keys(copies, 7);
+    keys.insert(keys.begin() + 1, 8);  // 7, 8, 7, ...
+    p.purgatory.try_complete_else_watch(op, std::span<const int>(keys));
+    CHECK(p.purgatory.watched() == 2);
+    const int before = op->tries;
+    CHECK(p.purgatory.check_and_complete(7) == 0);
+    CHECK(op->tries == before + 1);
+    CHECK(p.purgatory.check_and_complete(8) == 0);
+    CHECK(op->tries == before + 2);
+    op->completable = true;
+    CHECK(p.purgatory.check_and_complete(7) == 1);
+    CHECK(p.purgatory.watched() == 0);
+  }
 }
 
 TEST_CASE(
