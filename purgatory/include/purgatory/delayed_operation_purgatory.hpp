@@ -124,11 +124,11 @@ class DelayedOperationPurgatory {
     if (op->was_watched()) throw OperationAlreadyWatched(state_->name());
     Watch watched = Watch::watching;
     if (keys.size() <= kFewKeys) {  // the common case: the list on the stack, built in line
-      std::array<const Key*, kFewKeys> few{};
+      std::array<const Key*, kFewKeys> few;  // the first n are written: no need to zero 16
       const std::size_t n = distinct_few(keys, few.data());
       watched = watch(op, std::span<const Key* const>(few.data(), n));
     } else {
-      const DistinctKeys distinct = distinct_keys(keys);
+      const std::vector<const Key*> distinct = distinct_many(keys);
       watched = watch(op, std::span<const Key* const>(distinct.data(), distinct.size()));
     }
     if (watched == Watch::completed_unwatched) state_->account_unwatched_completion();
@@ -445,8 +445,9 @@ class DelayedOperationPurgatory {
     return shift_ >= 64 ? 0 : static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ULL) >> shift_);
   }
 
-  // Up to this many keys, try_complete_else_watch() keeps its list of distinct keys on the stack.
-  static constexpr std::size_t kFewKeys = 8;
+  // Up to this many keys, try_complete_else_watch() keeps its list of distinct keys on the stack
+  // and finds them pairwise (distinct_few()); more are found by hashing (distinct_many()).
+  static constexpr std::size_t kFewKeys = 16;
 
   enum class Watch { watching, completed_unwatched, completed_watched, completed_elsewhere };
 
@@ -525,22 +526,17 @@ class DelayedOperationPurgatory {
     }
   }
 
-  // The keys, each once (by KeyEqual), in their first order. Pointers into `keys`.
-  using DistinctKeys = boost::container::small_vector<const Key*, 8>;
-  static DistinctKeys distinct_keys(std::span<const Key> keys) {
-    DistinctKeys out;
-    if (keys.size() <= 16) {
-      out.resize(keys.size(), boost::container::default_init);
-      out.resize(distinct_few(keys, out.data()));
-      return out;
-    }
-    out.reserve(keys.size());
+  // The keys, each once (by KeyEqual), in their first order, as pointers into `keys`: for more
+  // than kFewKeys of them.
+  static std::vector<const Key*> distinct_many(std::span<const Key> keys) {
     struct PtrHash {
       std::size_t operator()(const Key* p) const { return Hash{}(*p); }
     };
     struct PtrEqual {
       bool operator()(const Key* a, const Key* b) const { return KeyEqual{}(*a, *b); }
     };
+    std::vector<const Key*> out;
+    out.reserve(keys.size());
     std::unordered_set<const Key*, PtrHash, PtrEqual> seen;
     seen.reserve(keys.size());
     for (const Key& k : keys) {
@@ -549,8 +545,8 @@ class DelayedOperationPurgatory {
     return out;
   }
 
-  // distinct_keys() for a few keys (compared pairwise): into `out`, which holds keys.size().
-  // Returns how many.
+  // The keys, each once (by KeyEqual), in their first order, compared pairwise (for up to
+  // kFewKeys): pointers into `keys`, written to `out`, which holds keys.size(). Returns how many.
   static std::size_t distinct_few(std::span<const Key> keys, const Key** out) {
     std::size_t n = 0;
     for (const Key& k : keys) {

@@ -383,7 +383,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation_purgatory.hpp: a key listed more than once is watched once (one pair, one "
     "try per check)") {
-  // The lists of distinct keys are built three ways: up to 8 keys, up to 16, and more.
+  // Distinct keys are found pairwise up to 16 keys, by hashing past that: both ways, each checked.
   for (const std::size_t copies : {2U, 11U, 40U}) {
     CAPTURE(copies);
     ManualPurgatory<int> p;
