@@ -24,8 +24,6 @@
 //       --broker-bin build/release/demo_broker/demo_broker
 //       --connections 1000 --producers 20 --duration 60 --partitions 8
 //
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
 
 #include <algorithm>
 #include <array>

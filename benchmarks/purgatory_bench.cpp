@@ -47,8 +47,6 @@
 //
 //   purgatory_bench --parked 1000000 --impl=ours,lean,naive
 
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
 
 #include <sys/resource.h>
 #include <sys/wait.h>

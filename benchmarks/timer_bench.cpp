@@ -47,7 +47,6 @@
 // per round, or never when cancelled, and reports an error otherwise. AddExpire sleeps ~100 ms per
 // iteration, so its iteration counts are fixed (its names end in /iterations:N) to keep the whole
 // program at about two minutes.
-#include <utility>  // before Boost.Asio: Boost 1.74 + g++ 12 in C++20 needs it
 
 #include <algorithm>
 #include <chrono>

@@ -18,7 +18,6 @@
 //   timer_burst                                # both, N = 1M, 0..1000 ms
 //   timer_burst --impl ours --n 200000 --json out.json
 //   timer_burst --impl ours --inline --threads   # tasks run on the reaper; CPU per thread
-#include <utility>  // before Boost.Asio: Boost 1.74 + g++ 12 in C++20 needs it
 
 #include <time.h>
 

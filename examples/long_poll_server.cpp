@@ -28,7 +28,6 @@
 //
 //   curl -s 'http://127.0.0.1:PORT/wait?key=news&timeout_ms=30000' &
 //   curl -s -X POST 'http://127.0.0.1:PORT/publish?key=news&value=hello%20world'   # prints 1
-#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange (g++ 12)
 
 #include <fmt/core.h>
 #include <boost/asio/io_context.hpp>

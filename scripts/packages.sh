@@ -8,7 +8,7 @@
 # the long-poll example's test).
 PURGATORY_PACKAGES=(
   cmake ninja-build g++ clang libclang-rt-14-dev
-  libboost-dev libfmt-dev doctest-dev libbenchmark-dev libcli11-dev
+  libboost1.81-dev libfmt-dev doctest-dev libbenchmark-dev libcli11-dev
   kcat python3 python3-kafka python3-confluent-kafka curl procps gnuplot-nox chromium
   doxygen pkg-config
 )

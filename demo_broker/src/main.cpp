@@ -7,8 +7,6 @@
 //   demo_broker --ui 127.0.0.1:8080     also serve the live view (printed as
 //                                       "ui on http://127.0.0.1:8080/"); with --demo, the demo
 //                                       plays slowly on it, then the broker keeps serving
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
 
 #include <atomic>
 #include <chrono>

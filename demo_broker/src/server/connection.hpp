@@ -22,8 +22,6 @@
 // too, with a log line, and so does a builder that throws.
 #pragma once
 
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
 
 #include <array>
 #include <chrono>

@@ -47,8 +47,6 @@
 /// and stderr says so.
 #pragma once
 
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
 
 #include <exception>
 #include <memory>

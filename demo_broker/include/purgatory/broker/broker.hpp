@@ -15,8 +15,6 @@
 // response slot, and the connection writes responses strictly in request order.
 #pragma once
 
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
 
 #include <atomic>
 #include <chrono>

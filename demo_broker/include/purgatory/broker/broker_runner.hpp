@@ -2,8 +2,6 @@
 // is bound (so port() is known) before the constructor returns.
 #pragma once
 
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
 
 #include <cstdint>
 #include <memory>

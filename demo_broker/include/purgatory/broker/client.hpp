@@ -6,8 +6,6 @@
 // closes the socket and throws ClientError, so a broker that never answers cannot hang a test.
 #pragma once
 
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
 
 #include <chrono>
 #include <cstdint>

@@ -6,8 +6,6 @@
 // request and read the answer: a slow or hostile client costs one socket for a bounded time.
 #pragma once
 
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
 
 #include <atomic>
 #include <chrono>

@@ -16,8 +16,6 @@
 /// that brings an earlier deadline re-arms it through a post to the driver's strand.
 #pragma once
 
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
 
 #include <atomic>
 #include <memory>

@@ -49,8 +49,6 @@
 /// a co_spawn'ed coroutine's cancellation state) cancels it the same way, whatever the type.
 #pragma once
 
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
 
 #include <atomic>
 #include <cstddef>
