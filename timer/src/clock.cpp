@@ -30,7 +30,7 @@ void ManualClock::advance(Nanos by) {
   }
   now_.fetch_add(by.count(), std::memory_order_acq_rel);
   std::lock_guard<std::mutex> guard(waiters_mu_);
-  for (ClockWaiter* w : waiters_)
+  for (detail::ClockWaiter* w : waiters_)
     w->on_clock_advanced();
 }
 
@@ -40,12 +40,12 @@ void ManualClock::wait_until(std::unique_lock<std::mutex>& lock, std::condition_
   cv.wait(lock);
 }
 
-void ManualClock::add_waiter(ClockWaiter* waiter) const {
+void ManualClock::add_waiter(detail::ClockWaiter* waiter) const {
   std::lock_guard<std::mutex> guard(waiters_mu_);
   waiters_.push_back(waiter);
 }
 
-void ManualClock::remove_waiter(ClockWaiter* waiter) const {
+void ManualClock::remove_waiter(detail::ClockWaiter* waiter) const {
   std::lock_guard<std::mutex> guard(waiters_mu_);
   waiters_.erase(std::remove(waiters_.begin(), waiters_.end(), waiter), waiters_.end());
 }

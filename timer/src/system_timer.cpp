@@ -163,7 +163,7 @@ const char* what_of(const std::exception_ptr& error) noexcept {
 }
 
 // Takes out the earliest task of a closed timer's wheel (null when it is empty).
-TimerTask* take_one(TimingWheel& wheel) noexcept {
+TimerTask* take_one(detail::TimingWheel& wheel) noexcept {
   TimerTask* taken = nullptr;
   (void)wheel.expire_due(kForever, [&taken](TimerTask& t) {
     taken = &t;
@@ -180,7 +180,7 @@ constexpr std::uint32_t next_ticket(std::uint32_t state, std::uint32_t queued) n
 // How many tasks of a coarse bucket to move down now, `last` being when its share was last
 // counted: the bucket must be empty a tick (of the level below) before it comes due, and the
 // moves are spread evenly over the time left, however often the driver happens to wake.
-std::size_t ahead_pace(const TimingWheel::AheadWork& w, std::int64_t last,
+std::size_t ahead_pace(const detail::TimingWheel::AheadWork& w, std::int64_t last,
                        std::int64_t now) noexcept {
   const std::int64_t finish = w.due - w.finer_tick;
   if (now >= finish || w.tasks <= kAheadMinChunk) return w.tasks;
@@ -194,12 +194,12 @@ std::size_t ahead_pace(const TimingWheel::AheadWork& w, std::int64_t last,
 // ---- TimerTask ---------------------------------------------------------------------------------
 
 detail::TimerBase* TimerTask::base_of_place(std::uintptr_t place) noexcept {
-  static_assert(alignof(TimerTaskList) > kPlaceBits && alignof(detail::TimerBase) > kPlaceBits,
+  static_assert(alignof(detail::TimerTaskList) > kPlaceBits && alignof(detail::TimerBase) > kPlaceBits,
                 "a task's place keeps its tags in the low bits of a bucket's or base's address");
   const std::uintptr_t address = place & ~kPlaceBits;
   if ((place & kBaseTag) != 0) return reinterpret_cast<detail::TimerBase*>(address);
   // A bucket this task is or was in: its base is fixed for the bucket's life (the timer's).
-  return address == 0 ? nullptr : reinterpret_cast<const TimerTaskList*>(address)->base_;
+  return address == 0 ? nullptr : reinterpret_cast<const detail::TimerTaskList*>(address)->base_;
 }
 
 detail::TimerBase* TimerTask::holding_base() const noexcept {
@@ -240,7 +240,7 @@ bool TimerTask::cancel() noexcept {
         // Not retired: a bucket (no tag bits) or a tagged base, never null.
         detail::TimerBase* base = (place & kBaseTag) != 0
                                       ? reinterpret_cast<detail::TimerBase*>(place & ~kPlaceBits)
-                                      : reinterpret_cast<const TimerTaskList*>(place)->base_;
+                                      : reinterpret_cast<const detail::TimerTaskList*>(place)->base_;
         PURGATORY_RACE_POINT("TimerTask::cancel: saw it scheduled, before the timer's lock");
         if (base->owner->cancel_scheduled(*this, *base, place)) return true;
         w = word_.load(std::memory_order_acquire);
@@ -266,19 +266,19 @@ SystemTimer::SystemTimer(TimerOptions options)
   const std::int64_t start = clock_->now().count();
   bases_.reserve(bases);
   for (std::size_t i = 0; i < bases; ++i) {
-    // The first base checks wheel_size (TimingWheel throws, naming it) before any thread starts.
+    // The first base checks wheel_size (detail::TimingWheel throws, naming it) before any thread starts.
     bases_.push_back(
         std::make_unique<detail::TimerBase>(*this, tick_.count(), options.wheel_size, start));
   }
   base_mask_ = bases - 1;
   owns_executor_ = executor_ == nullptr;
   if (owns_executor_) executor_ = std::make_shared<ThreadExecutor>("exec-" + name_);
-  clock_->add_waiter(this);
+  clock_->add_waiter(&clock_hook_);
   if (options.driver == TimerOptions::Driver::reaper_thread) {
     try {
       reaper_ = platform::start_named_thread("reaper-" + name_, [this] { reaper_loop(); });
     } catch (...) {
-      clock_->remove_waiter(this);  // not constructed: the clock must not call us back
+      clock_->remove_waiter(&clock_hook_);  // not constructed: the clock must not call us back
       throw;
     }
   }
@@ -286,7 +286,7 @@ SystemTimer::SystemTimer(TimerOptions options)
 
 SystemTimer::~SystemTimer() {
   (void)close();
-  clock_->remove_waiter(this);
+  clock_->remove_waiter(&clock_hook_);
 }
 
 detail::TimerBase& SystemTimer::my_base() const noexcept {
@@ -413,7 +413,7 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
     }
     if (phase == TimerTask::kScheduled) {
       // Stable: only holders of this base's lock change it. It keeps the wheel's reference.
-      TimingWheel::remove(t);
+      detail::TimingWheel::remove(t);
       --base.pending;
       reserved = max_pending_ != 0;  // it holds its unit of the limit already
       if (base.pending == 0) {       // it was alone: catch up as an add into an empty wheel does
@@ -528,7 +528,7 @@ bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base,
         task.place_.load(std::memory_order_relaxed) != place) {
       return false;
     }
-    TimingWheel::remove(task);
+    detail::TimingWheel::remove(task);
     --base.pending;
     if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
     retire_base(task);
@@ -696,7 +696,7 @@ bool SystemTimer::service(std::int64_t now) {
             const std::size_t moved =
                 b.wheel.cascade_ahead(static_cast<int>(level), want, [&](TimerTask& t) {
                   // The level below is behind (its current bucket): place it from the top.
-                  if (b.wheel.add(t, TimingWheel::expiration_of(t))) return;
+                  if (b.wheel.add(t, detail::TimingWheel::expiration_of(t))) return;
                   --b.pending;
                   if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
                   queue_expired(t, batch);
@@ -723,7 +723,7 @@ bool SystemTimer::service(std::int64_t now) {
 bool SystemTimer::expire_due(detail::TimerBase& b, std::int64_t now, ExpiredBatch& batch) {
   std::size_t moves = 0;
   return b.wheel.expire_due(now, [&](TimerTask& t) {
-    if (b.wheel.add(t, TimingWheel::expiration_of(t))) {
+    if (b.wheel.add(t, detail::TimingWheel::expiration_of(t))) {
       return ++moves < kMaxMovesPerHold;  // cascaded to a finer level
     }
     --b.pending;
@@ -757,7 +757,7 @@ std::vector<std::size_t> SystemTimer::size_per_level() const {
   for (const auto& b : bases_) {
     const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
     std::size_t level = 0;
-    for (const TimingWheel* w = &b->wheel; w != nullptr; w = w->overflow_wheel(), ++level) {
+    for (const detail::TimingWheel* w = &b->wheel; w != nullptr; w = w->overflow_wheel(), ++level) {
       if (sizes.size() <= level) sizes.resize(level + 1, 0);
       sizes[level] += w->level_size();
     }
@@ -823,7 +823,7 @@ std::vector<TaskRef> SystemTimer::drain(Nanos max_wait) {
     // The batch that lands last (its tasks run) wakes us: drain() waits for the executor too.
     const std::lock_guard<std::mutex> guard(batches_->mu);
     ++batches_->drainers;
-    batches_->timer = this;
+    batches_->timer = &clock_hook_;
   }
   batches_->watched.store(true);
   bool expired_last = false;

@@ -8,7 +8,7 @@
 
 #include "purgatory/timer/detail/platform.hpp"
 #include "purgatory/timer/system_timer.hpp"
-#include "purgatory/timer/timing_wheel.hpp"
+#include "purgatory/timer/detail/timing_wheel.hpp"
 
 namespace purgatory::detail {
 

@@ -1,4 +1,4 @@
-#include "purgatory/timer/timing_wheel.hpp"
+#include "purgatory/timer/detail/timing_wheel.hpp"
 
 #include <bit>
 #include <cassert>
@@ -9,7 +9,7 @@
 
 #include "platform/checked_math.hpp"
 
-namespace purgatory {
+namespace purgatory::detail {
 namespace {
 
 constexpr std::int64_t kMaxTime = std::numeric_limits<std::int64_t>::max();
@@ -185,7 +185,7 @@ int TimingWheel::distance_to_next_set(int from) const noexcept {
   return -1;
 }
 
-void TimingWheel::attach(detail::TimerBase* base) noexcept {
+void TimingWheel::attach(TimerBase* base) noexcept {
   base_ = base;
   for (int i = 0; i < ring_; ++i)
     buckets_[static_cast<std::size_t>(i)].base_ = base;
@@ -199,4 +199,4 @@ void TimingWheel::clear_bit(int slot) noexcept {
   nonempty_[static_cast<std::size_t>(slot / 64)] &= ~(std::uint64_t{1} << (slot % 64));
 }
 
-}  // namespace purgatory
+}  // namespace purgatory::detail

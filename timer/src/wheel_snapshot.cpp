@@ -27,7 +27,7 @@ WheelSnapshot SystemTimer::wheel_snapshot(int max_levels_with_buckets) const {
   for (const auto& b : bases_) {
     const std::lock_guard<detail::AdaptiveMutex> lock(b->mu);
     std::size_t i = 0;
-    for (const TimingWheel* w = &b->wheel; w != nullptr && i < level_time.size();
+    for (const detail::TimingWheel* w = &b->wheel; w != nullptr && i < level_time.size();
          w = w->overflow_wheel(), ++i) {
       level_time[i] = std::max(level_time[i], w->current_time());
     }
@@ -42,7 +42,7 @@ WheelSnapshot SystemTimer::wheel_snapshot(int max_levels_with_buckets) const {
       }
     }
     std::size_t i = 0;
-    for (const TimingWheel* w = &b->wheel; w != nullptr && i < snap.levels.size();
+    for (const detail::TimingWheel* w = &b->wheel; w != nullptr && i < snap.levels.size();
          w = w->overflow_wheel(), ++i) {
       WheelSnapshot::Level& level = snap.levels[i];
       level.tick = Nanos{w->tick()};

@@ -1,46 +1,37 @@
 /// @file
-/// Asio integration: run expired tasks on an Asio executor, and drive a SystemTimer from an
-/// io_context with one steady_timer, so an Asio server needs no timer thread at all.
+/// AsioTimer: a SystemTimer that runs on an Asio io_context, with no thread of its own.
 ///
 /// @code
 ///   boost::asio::io_context io;
-///   purgatory::SystemTimer timer(purgatory::TimerOptions{
-///       .executor = std::make_shared<purgatory::AsioExecutor>(io.get_executor()),
-///       .driver = purgatory::TimerOptions::Driver::external});
-///   purgatory::AsioDriver driver(io.get_executor(), timer);
+///   purgatory::AsioTimer timer(io);
 ///   timer.add(purgatory::make_task([] { std::puts("tick"); }), std::chrono::milliseconds(5));
-///   io.run();  // returns once nothing is pending: an idle timer keeps no wait armed
+///   io.run();  // returns once the task has run: an idle timer keeps no work alive
 /// @endcode
-///
-/// The driver keeps exactly one async_wait armed, for the earliest non-empty bucket; an add()
-/// that brings an earlier deadline re-arms it through a post to the driver's strand.
 #pragma once
 
-
-#include <atomic>
 #include <memory>
 #include <stdexcept>
-#include <vector>
+#include <utility>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 
+#include "purgatory/timer/detail/asio_driver.hpp"
 #include "purgatory/timer/executor.hpp"
 #include "purgatory/timer/system_timer.hpp"
 
 namespace purgatory {
 
-/// Posts expired tasks to an Asio executor, one handler per batch. Thread-safe.
+/// Runs expired tasks on an Asio executor, one posted handler per batch. Thread-safe. AsioTimer
+/// uses one; give one to TimerOptions::executor to run a reaper-driven timer's tasks on Asio.
 class AsioExecutor final : public Executor {
  public:
   /// Runs batches as handlers posted to `executor`.
   explicit AsioExecutor(boost::asio::any_io_executor executor) : executor_(std::move(executor)) {}
 
-  /// One post per batch: the tasks of a batch are due together and run one after the other.
-  /// When the post fails (out of memory) the batch is given back and the exception rethrown: the
-  /// timer then runs its tasks on the calling thread (see Executor::execute()).
+  /// One post per batch. When the post fails (out of memory) the batch is given back and the
+  /// exception rethrown: the timer then runs the batch on the calling thread.
   void execute(ExpiredBatch& batch) override {
     const auto held = std::make_shared<ExpiredBatch>(std::move(batch));
     try {
@@ -55,80 +46,64 @@ class AsioExecutor final : public Executor {
   boost::asio::any_io_executor executor_;
 };
 
-/// Drives `timer` (created with Driver::external and the default SteadyClock) from an Asio
-/// executor. Thread-safe: the driver's own work runs on a strand, so the io_context may be run by
-/// any number of threads. The timer must outlive the io_context's last run; the driver may be
-/// destroyed earlier (it then stops driving).
-class AsioDriver {
+/// A SystemTimer on an Asio executor: its expired tasks run there as handlers, and one
+/// steady_timer wait there drives its clock, so it needs no thread. The wait is armed only while
+/// tasks are pending: the timer keeps no work alive, and io_context::run() returns by itself once
+/// the application's own work is done. Nothing to reset or stop at shutdown; destroy it before
+/// its io_context, as any Asio I/O object. Everything else is SystemTimer's: add(), cancel,
+/// purgatories built on it, async_wait().
+/// Thread-safe, as SystemTimer; the io_context may be run by any number of threads.
+class AsioTimer final : public SystemTimer {
  public:
-  /// Starts driving `timer` from `executor`, taking its wakeup hook
-  /// (SystemTimer::set_wakeup_hook()). Throws std::invalid_argument if the timer's clock is not a
-  /// SteadyClock.
+  /// A timer on `io`. `options` as for SystemTimer, except that the executor and the driver are
+  /// the io_context's: std::invalid_argument if `options.executor` is set or `options.clock` is
+  /// not a SteadyClock (the wait is a steady_timer).
+  explicit AsioTimer(boost::asio::io_context& io, TimerOptions options = {})
+      : AsioTimer(io.get_executor(), std::move(options)) {}
+  /// A timer on `executor` (an io_context's, a strand, any executor of one).
+  explicit AsioTimer(const boost::asio::any_io_executor& executor, TimerOptions options = {})
+      : SystemTimer(on_executor(executor, std::move(options))), driver_(executor, *this) {}
+  /// Stops driving, then closes the timer (its pending tasks are dropped, none runs).
+  ~AsioTimer() override { driver_.stop(); }
+
+ private:
+  static TimerOptions on_executor(const boost::asio::any_io_executor& executor,
+                                  TimerOptions options) {
+    if (options.executor) {
+      throw std::invalid_argument("AsioTimer '" + options.name +
+                                  "': TimerOptions::executor must be unset (tasks run on the "
+                                  "io_context)");
+    }
+    if (options.clock != nullptr && dynamic_cast<const SteadyClock*>(options.clock) == nullptr) {
+      throw std::invalid_argument("AsioTimer '" + options.name +
+                                  "': the clock must be a SteadyClock (its wait is a steady_timer)");
+    }
+    options.executor = std::make_shared<AsioExecutor>(executor);
+    options.driver = TimerOptions::Driver::external;
+    return options;
+  }
+
+  detail::AsioClockDriver driver_;
+};
+
+/// Version 0.1's driver of a SystemTimer made with Driver::external and an AsioExecutor: AsioTimer
+/// is both in one object, and needs no reset at shutdown.
+class [[deprecated("use AsioTimer")]] AsioDriver {
+ public:
+  /// Starts driving `timer` from `executor`. Throws std::invalid_argument if the timer's clock is
+  /// not a SteadyClock.
   AsioDriver(boost::asio::any_io_executor executor, SystemTimer& timer)
-      : impl_(std::make_shared<Impl>(std::move(executor), timer)) {
+      : driver_(std::make_unique<detail::AsioClockDriver>(std::move(executor), checked(timer))) {}
+
+ private:
+  static SystemTimer& checked(SystemTimer& timer) {
     if (dynamic_cast<const SteadyClock*>(&timer.clock()) == nullptr) {
       throw std::invalid_argument(
           "AsioDriver: the timer must use SteadyClock (steady_timer waits on steady_clock)");
     }
-    std::weak_ptr<Impl> weak = impl_;
-    timer.set_wakeup_hook([weak] {
-      if (auto impl = weak.lock()) impl->post_rearm(impl);
-    });
-    impl_->post_rearm(impl_);
+    return timer;
   }
-  /// Stops driving: the armed wait is cancelled (on the strand), so io.run() is not kept busy.
-  ~AsioDriver() {
-    impl_->stopped.store(true, std::memory_order_release);
-    impl_->post_rearm(impl_);
-  }
-  AsioDriver(const AsioDriver&) = delete;
-  AsioDriver& operator=(const AsioDriver&) = delete;
-
- private:
-  struct Impl {
-    Impl(boost::asio::any_io_executor executor, SystemTimer& t)
-        : strand(boost::asio::make_strand(std::move(executor))), wait(strand), timer(t) {}
-
-    void post_rearm(const std::shared_ptr<Impl>& self) {
-      boost::asio::post(strand, [self] { self->rearm(self); });
-    }
-
-    // On the strand: arm the wait for the earliest bucket, or nothing when the wheel is empty.
-    void rearm(const std::shared_ptr<Impl>& self) {
-      if (stopped.load(std::memory_order_acquire)) {
-        wait.cancel();
-        return;
-      }
-      const auto next = timer.arm();
-      if (!next) {
-        if (armed) wait.cancel();
-        armed = false;
-        return;
-      }
-      if (armed && *next == armed_at) return;
-      armed = true;
-      armed_at = *next;
-      wait.expires_at(std::chrono::steady_clock::time_point(
-          std::chrono::duration_cast<std::chrono::steady_clock::duration>(*next)));
-      wait.async_wait([self, generation = ++generation](const boost::system::error_code& ec) {
-        if (ec || generation != self->generation) return;  // re-armed or cancelled meanwhile
-        self->armed = false;
-        if (self->stopped.load(std::memory_order_acquire)) return;
-        self->timer.advance_clock(Nanos::zero());
-        self->rearm(self);
-      });
-    }
-
-    boost::asio::strand<boost::asio::any_io_executor> strand;
-    boost::asio::steady_timer wait;  // used on the strand only
-    SystemTimer& timer;
-    std::atomic<bool> stopped{false};
-    bool armed = false;            // strand only
-    Nanos armed_at{};              // strand only
-    std::uint64_t generation = 0;  // strand only
-  };
-
-  std::shared_ptr<Impl> impl_;
+  std::unique_ptr<detail::AsioClockDriver> driver_;
 };
 
 }  // namespace purgatory

@@ -24,16 +24,21 @@ namespace purgatory {
 /// Time on a Clock: nanoseconds since the clock's own epoch. Monotonic, never negative.
 using Nanos = std::chrono::nanoseconds;
 
-/// Something that sleeps on a Clock and must be woken when a manual clock jumps.
-/// Implemented by SystemTimer's reaper; user code normally never sees it.
+namespace detail {
+// Something that sleeps on a Clock and must be woken when a manual clock jumps (SystemTimer's
+// driver side). ManualClock::advance() calls on_clock_advanced() after the time moved; it must not
+// call back into the clock.
 class PURGATORY_TIMER_EXPORT ClockWaiter {
  public:
-  /// Called by ManualClock::advance() after the time moved. Must not call back into the clock.
   virtual void on_clock_advanced() noexcept = 0;
 
  protected:
   ~ClockWaiter() = default;
 };
+}  // namespace detail
+
+/// Version 0.1's name; an implementation detail now.
+using ClockWaiter [[deprecated("an implementation detail of SystemTimer")]] = detail::ClockWaiter;
 
 /// A monotonic time source. Implementations are thread-safe.
 class PURGATORY_TIMER_EXPORT Clock {
@@ -50,9 +55,9 @@ class PURGATORY_TIMER_EXPORT Clock {
                           Nanos deadline) const = 0;
 
   /// A waiter that must hear of manual jumps. Real-time clocks ignore these.
-  virtual void add_waiter(ClockWaiter* /*waiter*/) const {}
+  virtual void add_waiter(detail::ClockWaiter* /*waiter*/) const {}
   /// Undoes add_waiter(): `waiter` hears of no more jumps.
-  virtual void remove_waiter(ClockWaiter* /*waiter*/) const {}
+  virtual void remove_waiter(detail::ClockWaiter* /*waiter*/) const {}
 };
 
 /// The clock of std::chrono::steady_clock. Thread-safe. Its instants are steady_clock's
@@ -87,13 +92,13 @@ class PURGATORY_TIMER_EXPORT ManualClock final : public Clock {
 
   void wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
                   Nanos deadline) const override;
-  void add_waiter(ClockWaiter* waiter) const override;
-  void remove_waiter(ClockWaiter* waiter) const override;
+  void add_waiter(detail::ClockWaiter* waiter) const override;
+  void remove_waiter(detail::ClockWaiter* waiter) const override;
 
  private:
   std::atomic<Nanos::rep> now_;
   mutable std::mutex waiters_mu_;
-  mutable std::vector<ClockWaiter*> waiters_;  // guarded by waiters_mu_
+  mutable std::vector<detail::ClockWaiter*> waiters_;  // guarded by waiters_mu_
 };
 
 }  // namespace purgatory

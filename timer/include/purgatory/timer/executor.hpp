@@ -1,15 +1,9 @@
 /// @file
-/// Where expired tasks run.
-///
-/// The timer hands expired tasks to an Executor in batches (ExpiredBatch, at most
-/// SystemTimer::kMaxBatch tasks, all due): one call per batch, not per task, so the hand-off costs
-/// little and an inline executor runs each task while it is still in cache. Three executors come
-/// with the library:
-///   - ThreadExecutor: one dedicated thread (Kafka's "executor-<name>"), the default;
-///   - InlineExecutor: on the thread that advances the clock (lowest latency; a slow task delays
-///     the expiry of the others);
-///   - AsioExecutor (purgatory/timer/asio.hpp): posted to any Asio executor.
-/// Any other executor (a thread pool, an event loop) implements execute().
+/// Where expired tasks run: an Executor receives them in batches (one call per batch of up to
+/// SystemTimer::kMaxBatch due tasks, so the hand-off costs little). The library brings
+/// ThreadExecutor (a dedicated thread, the default), InlineExecutor (the thread that advances the
+/// clock) and AsioExecutor (purgatory/timer/asio.hpp). ExpiredBatch and Executor::execute() are
+/// what you implement against to bring your own (a pool, an event loop).
 #pragma once
 
 #include <condition_variable>
@@ -24,6 +18,7 @@
 #include <vector>
 
 #include "purgatory/timer/export.hpp"
+#include "purgatory/timer/ref.hpp"
 #include "purgatory/timer/timer_task.hpp"
 
 namespace purgatory {
@@ -96,7 +91,10 @@ class PURGATORY_TIMER_EXPORT Executor {
   virtual void shutdown() {}
 };
 
-/// Runs batches on the calling thread. Thread-safe (stateless).
+/// Runs batches on the thread that advances the clock: the reaper thread, or the caller of
+/// advance_clock() (drain() included). Lowest latency; a slow task delays the others' expiry. A
+/// task added when already due runs at the next advance, never inside the add() that added it, so
+/// a task that re-adds itself keeps the stack flat. Thread-safe (stateless).
 class PURGATORY_TIMER_EXPORT InlineExecutor final : public Executor {
  public:
   void execute(ExpiredBatch& batch) override { batch.run_all(); }

@@ -99,11 +99,11 @@ class PURGATORY_TIMER_EXPORT PeriodicTask : public TimerTask {
   std::atomic<std::uint64_t> runs_{0};
 };
 
-/// The PeriodicTask make_periodic() builds: each run calls `f`.
+namespace detail {
+// The PeriodicTask make_periodic() builds: each run calls `f`.
 template <class F>
 class CallablePeriodicTask final : public PeriodicTask {
  public:
-  /// A task whose runs call `f`.
   explicit CallablePeriodicTask(F f) : f_(std::move(f)) {}
 
  protected:
@@ -112,13 +112,17 @@ class CallablePeriodicTask final : public PeriodicTask {
  private:
   F f_;
 };
+}  // namespace detail
+
+/// Version 0.1's name of the task make_periodic() builds.
+template <class F>
+using CallablePeriodicTask [[deprecated("use make_periodic(callable)")]] =
+    detail::CallablePeriodicTask<F>;
 
 /// make_periodic(callable): a PeriodicTask calling `f`; start() it on a timer.
-template <class F>
-requires std::is_invocable_v < std::decay_t<F>
-& > boost::intrusive_ptr<PeriodicTask> make_periodic(F&& f) {
-  return boost::intrusive_ptr<PeriodicTask>(
-      new CallablePeriodicTask<std::decay_t<F>>(std::forward<F>(f)));
+template <TaskFunction F>
+Ref<PeriodicTask> make_periodic(F&& f) {
+  return Ref<PeriodicTask>(new detail::CallablePeriodicTask<std::decay_t<F>>(std::forward<F>(f)));
 }
 
 }  // namespace purgatory

@@ -1,25 +1,17 @@
 /// @file
 /// TimerTask: what a user schedules on a SystemTimer.
 ///
-/// The task *is* its own wheel entry (the Linux timer_list idea): it carries the intrusive links of
-/// the bucket list it sits in, so scheduling it into the wheel allocates nothing, cancel() unlinks
-/// it in O(1), and rescheduling moves it between buckets in place. Library memory per pending task
-/// is sizeof(TimerTask) (48 bytes on x86-64, checked by a test) plus a share of the bucket headers,
-/// which do not grow with the number of tasks. What the bucket can answer is not stored per task:
-/// one word says which bucket holds the task, and the bucket knows its list, wheel and timer base.
-///
-/// Tasks are reference counted (boost::intrusive_ptr): the timer holds a reference while the
-/// task is scheduled or waiting for its executor, so a caller may drop its own reference right
-/// after add() ("fire and forget"), and a running task is never destroyed under the executor.
-/// The count shares one atomic word with the task's scheduling state, so that add() (state to
-/// scheduled, plus the timer's reference) and cancel() (state to idle, minus it) are one atomic
-/// operation each instead of two: the add+cancel path is made of little else.
+/// The task is its own wheel entry (the Linux timer_list idea): it carries the links of the bucket
+/// it sits in, so adding it allocates nothing, cancel() unlinks it in O(1) and rescheduling moves
+/// it in place. Tasks are reference counted (Ref): the timer holds a reference while a task is
+/// pending, so a caller may drop its own right after add(), and a running task is never destroyed
+/// under its executor. docs/design.md explains the state word and the memory per task.
 ///
 /// Two ways to write one:
 /// @code
 ///   class Flush : public purgatory::TimerTask { void run() override { ... } };
-///   auto t = boost::intrusive_ptr<Flush>(new Flush);        // or purgatory::make_task<Flush>()
-///   auto u = purgatory::make_task([] { std::puts("fired"); });  // any callable
+///   auto flush = purgatory::make_task<Flush>();                      // Ref<Flush>
+///   auto fired = purgatory::make_task([] { std::puts("fired"); });  // TaskRef
 /// @endcode
 #pragma once
 
@@ -29,21 +21,24 @@
 #include <type_traits>
 #include <utility>
 
+#include <concepts>
+
 #include <boost/intrusive/list_hook.hpp>
-#include <boost/smart_ptr/intrusive_ptr.hpp>
 
 #include "purgatory/timer/detail/task_pool.hpp"
 #include "purgatory/timer/export.hpp"
+#include "purgatory/timer/ref.hpp"
 
 namespace purgatory {
 
 class SystemTimer;
-class TimerTaskList;
-class TimingWheel;
 class ExpiredBatch;
 namespace detail {
+class TimerTaskList;
+class TimingWheel;
 struct TimerBase;
-}
+struct TimerAccess;
+}  // namespace detail
 
 /// What a user schedules on a SystemTimer: derive and override run(), or use make_task().
 /// Thread-safe: cancel() and is_pending() may be called from any thread, including from the task's
@@ -64,12 +59,12 @@ class PURGATORY_TIMER_EXPORT TimerTask {
   /// True from add() until the run starts, is cancelled, or is handed back by close().
   [[nodiscard]] bool is_pending() const noexcept { return phase_of(state()) != kIdle; }
 
-  /// References held (by boost::intrusive_ptr), the timer's included. For tests and diagnostics.
+  /// References held (by Ref), the timer's included. For tests and diagnostics.
   [[nodiscard]] std::uint32_t use_count() const noexcept {
     return refs_of(word_.load(std::memory_order_relaxed));
   }
 
-  /// boost::intrusive_ptr's hooks (found by argument-dependent lookup for every derived class).
+  /// Ref's hooks (found by argument-dependent lookup for every derived class).
   friend void intrusive_ptr_add_ref(const TimerTask* task) noexcept {
     task->word_.fetch_add(kOneRef, std::memory_order_relaxed);
   }
@@ -89,9 +84,10 @@ class PURGATORY_TIMER_EXPORT TimerTask {
 
  private:
   friend class SystemTimer;
-  friend class TimerTaskList;
-  friend class TimingWheel;
   friend class ExpiredBatch;
+  friend class detail::TimerTaskList;
+  friend class detail::TimingWheel;
+  friend struct detail::TimerAccess;
 
   // The state = (sequence << 2) | phase. The sequence grows each time the task is handed to an
   // executor, so a stale ExpiredTask can never claim a later run (no ABA).
@@ -154,19 +150,28 @@ class PURGATORY_TIMER_EXPORT TimerTask {
   [[nodiscard]] detail::TimerBase* last_base() const noexcept;
   [[nodiscard]] static detail::TimerBase* base_of_place(std::uintptr_t place) noexcept;
   // The bucket holding the task. Only while it is linked (hook_.is_linked()).
-  [[nodiscard]] TimerTaskList* bucket() const noexcept {
-    return reinterpret_cast<TimerTaskList*>(place_.load(std::memory_order_relaxed) & ~kPlaceBits);
+  [[nodiscard]] detail::TimerTaskList* bucket() const noexcept {
+    return reinterpret_cast<detail::TimerTaskList*>(place_.load(std::memory_order_relaxed) &
+                                                    ~kPlaceBits);
   }
   std::atomic<std::uintptr_t> place_{kRetired};
 };
 
 /// An owning reference to a task (what close() and drain() hand back).
-using TaskRef = boost::intrusive_ptr<TimerTask>;
+using TaskRef = Ref<TimerTask>;
 
-/// Builds a task of type T (derived from TimerTask) and returns an owning reference.
-template <class T, class... Args>
-requires std::is_base_of_v<TimerTask, T> boost::intrusive_ptr<T> make_task(Args&&... args) {
-  return boost::intrusive_ptr<T>(new T(std::forward<Args>(args)...));
+/// A class make_task<T>() can build: a TimerTask.
+template <class T>
+concept TimerTaskType = std::derived_from<T, TimerTask>;
+
+/// A callable make_task() and make_periodic() can run: callable with no arguments.
+template <class F>
+concept TaskFunction = std::invocable<std::decay_t<F>&>;
+
+/// Builds a task of type T (derived from TimerTask) and returns a reference to it.
+template <TimerTaskType T, class... Args>
+Ref<T> make_task(Args&&... args) {
+  return Ref<T>(new T(std::forward<Args>(args)...));
 }
 
 namespace detail {
@@ -178,17 +183,15 @@ struct PoolAllocated {
   }
 };
 struct HeapAllocated {};
-}  // namespace detail
 
-/// A task that calls a callable. The callable is stored inline: one allocation per task, from a
-/// per-thread pool (detail/task_pool.hpp) unless the callable is over-aligned.
+// The task make_task(callable) builds: the callable stored inline, one allocation from the
+// per-thread pool unless the callable is over-aligned.
 template <class F>
 class CallableTask final
     : public TimerTask,
-      public std::conditional_t<(alignof(F) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__),
-                                detail::PoolAllocated, detail::HeapAllocated> {
+      public std::conditional_t<(alignof(F) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__), PoolAllocated,
+                                HeapAllocated> {
  public:
-  /// A task whose run calls `f`.
   explicit CallableTask(F f) : f_(std::move(f)) {}
 
  protected:
@@ -197,12 +200,18 @@ class CallableTask final
  private:
   F f_;
 };
+}  // namespace detail
 
-/// make_task(callable): the common case, no subclass needed.
-template <class F>
-requires std::is_invocable_v < std::decay_t<F>
-& > TaskRef make_task(F&& f) {
-  return TaskRef(new CallableTask<std::decay_t<F>>(std::forward<F>(f)));
+/// make_task(callable): a task whose run calls `f`, no subclass needed. One allocation, from a
+/// per-thread pool.
+template <TaskFunction F>
+TaskRef make_task(F&& f) {
+  return TaskRef(new detail::CallableTask<std::decay_t<F>>(std::forward<F>(f)));
 }
+
+/// Version 0.1's name of the task make_task(callable) builds.
+template <class F>
+using CallableTask [[deprecated("use make_task(callable); the type is an implementation detail")]] =
+    detail::CallableTask<F>;
 
 }  // namespace purgatory
