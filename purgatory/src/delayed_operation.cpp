@@ -12,6 +12,43 @@
 
 #include "purgatory/timer/detail/race_point.hpp"
 
+// How an operation's state is kept (the members are declared in delayed_operation.hpp):
+//
+// decision_: the outcome (low three bits) and kClaimed (a purgatory accepted the watch). Written
+// only under lock_ (so plain stores), read anywhere.
+//
+// notes_: why try_complete() must run again (bits), set by checkers that found the lock held:
+// kDirectCheck, a caller asked (safe_try_complete(), the watch itself); kWatchCheck, a purgatory's
+// check of a watched key (void once the operation is no longer watched); kNestedCheck, a check
+// made from inside this operation's own try_complete() (honoured once, not again for a check made
+// by the run it caused).
+//
+// signals_: set without the lock, by read-modify-writes. kExpiring: run() was called, the expiry
+// decides, nobody else. The outcome listener: kListenerSet (listen() was called), then kListening
+// (it is stored) and kFinished (the callbacks ran) in either order: whoever sets the second of
+// those two calls it.
+//
+// held_: guarded by lock_. kDeferred: finish() on the last unlock. kInTryComplete: try_complete()
+// is running. kErrorsHeld: report_held_errors() on the last unlock. kWatched: a purgatory watches
+// the operation now (its nodes are allocated, and linked unless being set up).
+//
+// finish_counted_: written under lock_ when the outcome is decided, then read (and cleared) by the
+// thread that runs finish(): whether the registry counts it as finishing until finish() ends.
+// watched_since_: kNotWatched until a watch commits (a clock never reads negative). registry_:
+// not reference counted while watched (the purgatory outlives every operation it watches);
+// finish() keeps it alive when it must (see RunningFinish).
+//
+// complete_with(outcome, only_if_watched): decides `outcome` unless decided already; the callbacks
+// run on the last unlock. With only_if_watched (the expiry) it decides only an operation a
+// purgatory still watches: one withdrawn (cancel_for_key()) after the timer claimed the run but
+// before it called run() is its owner's. shut_down_unless_expiring(): decides shut_down if watched,
+// unless the expiry has begun (that expiry decides, once it has the lock); false only then.
+// decide_locked(): records the outcome, leaves the timer and every watch list.
+// release_last_hold(): releases the lock held once, then does what the hold left to do (reports
+// held errors, runs the callbacks of a completion decided under it, serves skipped checks).
+// run_try_complete_locked(reason): runs try_complete() for `reason` and for the notes left
+// meanwhile (lock held, not inside try_complete()); returns whether it decided.
+
 namespace purgatory {
 
 namespace {
@@ -49,6 +86,19 @@ DelayedOperation::~DelayedOperation() {
 
 bool DelayedOperation::force_complete() {
   return complete_with(Outcome::completed);
+}
+
+bool DelayedOperation::cancel() {
+  if (is_completed()) return false;
+  const bool nested = lock_.held_by_current_thread();
+  if (!nested) lock_.lock();
+  // An expiry that began decides (as for shutdown() and cancel_for_key()).
+  const bool expiring =
+      watched_locked() && (signals_.load(std::memory_order_acquire) & kExpiring) != 0;
+  const bool won = !expiring && decide_locked(Outcome::cancelled);
+  if (won) held_ |= kDeferred;
+  if (!nested) release_last_hold();
+  return won;
 }
 
 void DelayedOperation::run() {
@@ -125,7 +175,10 @@ bool DelayedOperation::run_try_complete_locked(std::uint8_t reason) noexcept {
     last_nested_only = !outside;
     held_ |= kInTryComplete;
     try {
-      (void)try_complete();
+      // True means "complete me"; an operation that completed itself inside is decided already.
+      if (try_complete() && !is_completed() && decide_locked(Outcome::completed)) {
+        held_ |= kDeferred;
+      }
     } catch (...) {
       hold_error(std::current_exception());  // reported once the lock is released
     }
@@ -190,7 +243,7 @@ bool DelayedOperation::decide_locked(Outcome outcome) noexcept {
   decision_.store(static_cast<std::uint8_t>(decision_.load(std::memory_order_relaxed) |
                                             static_cast<std::uint8_t>(outcome)),
                   std::memory_order_release);
-  (void)cancel();  // leave the timing wheel at once, not when the timeout would have passed
+  (void)TimerTask::cancel();  // leave the timing wheel at once, not when its timeout passes
   if (watched_locked()) {
     registry_->unwatch(*this, outcome);  // counts it as finishing until finish() ends
     finish_counted_ = true;
@@ -222,14 +275,14 @@ void DelayedOperation::finish() noexcept {
   }
   PURGATORY_RACE_POINT("DelayedOperation::finish: callbacks ran, before the listener");
   if ((signals_.fetch_or(kFinished, std::memory_order_acq_rel) & kListening) != 0) {
-    const std::unique_ptr<OutcomeListener> listener = std::move(listener_);
+    const std::unique_ptr<detail::OutcomeListener> listener = std::move(listener_);
     listener->on_outcome(how);
   }
   registry_ = nullptr;
   if (registry != nullptr) registry->finished(running);
 }
 
-void DelayedOperation::set_outcome_listener(std::unique_ptr<OutcomeListener> listener) {
+void DelayedOperation::listen(std::unique_ptr<detail::OutcomeListener> listener) {
   if (!listener) throw std::invalid_argument("set_outcome_listener: listener is null");
   if ((signals_.fetch_or(kListenerSet) & kListenerSet) != 0) {
     throw std::logic_error("set_outcome_listener: the operation already has a listener");
@@ -239,7 +292,7 @@ void DelayedOperation::set_outcome_listener(std::unique_ptr<OutcomeListener> lis
   if ((signals_.fetch_or(kListening, std::memory_order_acq_rel) & kFinished) == 0) {
     return;  // finish() will call it
   }
-  const std::unique_ptr<OutcomeListener> now = std::move(listener_);  // callbacks already ran
+  const std::unique_ptr<detail::OutcomeListener> now = std::move(listener_);  // callbacks already ran
   now->on_outcome(outcome());
 }
 

@@ -1,4 +1,4 @@
-#include "purgatory/operation_lock.hpp"
+#include "purgatory/detail/operation_lock.hpp"
 
 #include <cstdio>
 #include <exception>
@@ -36,7 +36,7 @@ std::uint64_t detail::lock_thread_number() noexcept {
   return number;
 }
 
-bool OperationLock::reenter(std::uint64_t w, bool or_throw) {
+bool detail::OperationLock::reenter(std::uint64_t w, bool or_throw) {
   if (depth_of(w) == kMaxDepth) {
     if (!or_throw) return false;
     throw std::overflow_error("OperationLock: lock() by a thread that already holds it " +
@@ -47,7 +47,7 @@ bool OperationLock::reenter(std::uint64_t w, bool or_throw) {
   return true;
 }
 
-void OperationLock::lock_contended(std::uint64_t me) noexcept {
+void detail::OperationLock::lock_contended(std::uint64_t me) noexcept {
   for (int spin = 0; spin < kSpins; ++spin) {
     std::uint64_t w = word_.load(std::memory_order_relaxed);
     if (w == 0 && word_.compare_exchange_weak(w, held_once_by(me), std::memory_order_acquire,
@@ -76,7 +76,7 @@ void OperationLock::lock_contended(std::uint64_t me) noexcept {
   }
 }
 
-void OperationLock::wake_one() noexcept {
+void detail::OperationLock::wake_one() noexcept {
   platform::wake_one(word_);
 }
 

@@ -148,7 +148,7 @@ class DelayedFuture final : public DelayedOperation {
         OperationRef op;
         {
           const std::lock_guard<std::mutex> lock(link->mu);
-          op = link->op;  // alive: on_complete() clears the link before the last reference goes
+          op = OperationRef(link->op);  // alive: on_complete() clears the link before the last reference goes
         }
         PURGATORY_RACE_POINT("DelayedFuture: took the operation from its link, before checking");
         if (op) op->safe_try_complete();
@@ -175,7 +175,7 @@ class DelayedFuture final : public DelayedOperation {
         return false;
       }
     }
-    return force_complete();
+    return true;
   }
   void on_complete() override {
     {
@@ -198,6 +198,9 @@ class DelayedFuture final : public DelayedOperation {
 template <class T>
 class DelayedFuturePurgatory {
  public:
+  /// A purgatory on `timer`, which must outlive it (not closed by shutdown()).
+  explicit DelayedFuturePurgatory(SystemTimer& timer, PurgatoryOptions options = default_options())
+      : purgatory_(timer, std::move(options)) {}
   /// A purgatory on `timer` (shared, not closed by shutdown()).
   explicit DelayedFuturePurgatory(std::shared_ptr<SystemTimer> timer,
                                   PurgatoryOptions options = default_options())
@@ -211,11 +214,10 @@ class DelayedFuturePurgatory {
   /// whether it completed at once is its is_completed(). Throws what
   /// DelayedOperationPurgatory::try_complete_else_watch() throws, or std::bad_alloc: then nothing
   /// is watched and the callback never runs.
-  boost::intrusive_ptr<DelayedFuture<T>> try_complete_else_watch(
-      Nanos timeout, std::vector<SharedFuture<T>> futures,
-      typename DelayedFuture<T>::Callback callback) {
-    boost::intrusive_ptr<DelayedFuture<T>> op(
-        new DelayedFuture<T>(timeout, std::move(futures), std::move(callback)));
+  Ref<DelayedFuture<T>> try_complete_else_watch(Nanos timeout,
+                                                std::vector<SharedFuture<T>> futures,
+                                                typename DelayedFuture<T>::Callback callback) {
+    auto op = make_operation<DelayedFuture<T>>(timeout, std::move(futures), std::move(callback));
     op->check_when_futures_complete();
     const std::uint64_t key = next_key_.fetch_add(1, std::memory_order_relaxed);
     if (!purgatory_.try_complete_else_watch(op, {key})) op->link_to_futures();

@@ -3,12 +3,27 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <utility>
 
 #include "purgatory/delayed_operation.hpp"
 
 namespace purgatory::detail {
 
 struct OperationAccess {
+  // The operation's timeout task (a private base: users cannot reach it).
+  static TimerTask& task(DelayedOperation& op) noexcept { return op; }
+  // Withdraws the operation's timeout only (TimerTask::cancel()); true if it was pending.
+  static bool cancel_timeout(DelayedOperation& op) noexcept { return op.TimerTask::cancel(); }
+  // Whether the operation has its outcome listener (or one is being set).
+  static bool has_listener(const DelayedOperation& op) noexcept {
+    return (op.signals_.load() & DelayedOperation::kListenerSet) != 0;
+  }
+  // The outcome hook (one per operation): throws std::logic_error for a second one.
+  static void listen(DelayedOperation& op, std::unique_ptr<OutcomeListener> listener) {
+    op.listen(std::move(listener));
+  }
+
   // Requires op's lock. Marks `op` as watched; false if some call already did.
   static bool claim_locked(DelayedOperation& op) noexcept {
     const std::uint8_t d = op.decision_.load(std::memory_order_relaxed);
