@@ -134,7 +134,7 @@ class FuzzOperation final : public DelayedOperation {
   const int id_;
 };
 
-using FuzzRef = boost::intrusive_ptr<FuzzOperation>;
+using FuzzRef = purgatory::Ref<FuzzOperation>;
 
 enum class Kind : std::uint8_t {
   watch,

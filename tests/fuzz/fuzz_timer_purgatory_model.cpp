@@ -101,7 +101,7 @@ class ModelTask final : public TimerTask {
 };
 
 struct TaskModel {
-  boost::intrusive_ptr<ModelTask> task;
+  purgatory::Ref<ModelTask> task;
   bool pending = false;
   std::int64_t deadline = 0;    // clock time it may run from
   std::int64_t expiration = 0;  // deadline rounded up to the tick: it must have run by then
@@ -160,7 +160,7 @@ class Harness {
     purgatory_ = std::make_unique<DelayedOperationPurgatory<int>>(timer_, popts);
 
     for (int i = 0; i < kTasks; ++i) {
-      tasks_[i].task = boost::intrusive_ptr<ModelTask>(new ModelTask(*this, i));
+      tasks_[i].task = purgatory::make_task<ModelTask>(*this, i);
     }
     ops_.reserve(kMaxSteps + 1);
     wheel_time_ = round_down(now());

@@ -1,4 +1,5 @@
 #include "purgatory/delayed_operation.hpp"
+#include "purgatory/detail/operation_access.hpp"
 
 #include <atomic>
 #include <memory>
@@ -13,7 +14,7 @@
 namespace purgatory::test {
 namespace {
 
-struct RecordingListener final : OutcomeListener {
+struct RecordingListener final : detail::OutcomeListener {
   explicit RecordingListener(std::atomic<int>& calls, Outcome& seen) : calls_(calls), seen_(seen) {}
   void on_outcome(Outcome outcome) noexcept override {
     seen_ = outcome;
@@ -83,7 +84,7 @@ TEST_CASE("force_complete inside try_complete: on_complete runs after try_comple
     }
     void on_complete() override { returned_before_complete = !in_try; }
   };
-  boost::intrusive_ptr<Inner> op(new Inner);
+  purgatory::Ref<Inner> op(new Inner);
   CHECK(op->safe_try_complete());
   CHECK(op->returned_before_complete);
 }
@@ -92,19 +93,19 @@ TEST_CASE("outcome listener: called once after the callbacks or at once if alrea
   std::atomic<int> calls{0};
   Outcome seen = Outcome::pending;
   auto op = mock(1s);
-  op->set_outcome_listener(std::make_unique<RecordingListener>(calls, seen));
+  detail::OperationAccess::listen(*op, std::make_unique<RecordingListener>(calls, seen));
   CHECK(calls == 0);
   op->force_complete();
   CHECK(calls == 1);
   CHECK(seen == Outcome::completed);
-  CHECK_THROWS_AS(op->set_outcome_listener(std::make_unique<RecordingListener>(calls, seen)),
+  CHECK_THROWS_AS(detail::OperationAccess::listen(*op, std::make_unique<RecordingListener>(calls, seen)),
                   std::logic_error);
 
   std::atomic<int> late_calls{0};
   Outcome late = Outcome::pending;
   auto done = mock(1s);
   done->force_complete();
-  done->set_outcome_listener(std::make_unique<RecordingListener>(late_calls, late));
+  detail::OperationAccess::listen(*done, std::make_unique<RecordingListener>(late_calls, late));
   CHECK(late_calls == 1);
   CHECK(late == Outcome::completed);
 }

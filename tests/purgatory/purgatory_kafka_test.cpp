@@ -151,7 +151,7 @@ TEST_CASE("20 threads complete 100 operations with random 0..9 ms delays - each 
   options.name = "multi-thread";
   DelayedOperationPurgatory<std::string> purgatory(options);
   std::mt19937 rng(42);
-  std::vector<boost::intrusive_ptr<SlowOperation>> ops;
+  std::vector<purgatory::Ref<SlowOperation>> ops;
   for (int i = 0; i < kOps; ++i) {
     ops.emplace_back(new SlowOperation(i, static_cast<unsigned>(rng())));
     purgatory.try_complete_else_watch(ops.back(), {ops.back()->key});

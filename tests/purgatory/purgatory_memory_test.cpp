@@ -68,7 +68,7 @@ TEST_CASE("memory: 1000000 operations on 4 keys each completed through one key l
 
   ManualPurgatory<std::int64_t> p;
   auto run_wave = [&](int wave) {
-    std::vector<boost::intrusive_ptr<KeyedOperation>> ops;
+    std::vector<purgatory::Ref<KeyedOperation>> ops;
     ops.reserve(kWave);
     std::size_t pairs = 0;  // a key listed twice for one operation is watched once
     for (int i = 0; i < kWave; ++i) {

@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include "purgatory/delayed_operation_purgatory.hpp"
+#include "purgatory/detail/operation_access.hpp"
 #include "purgatory_test_support.hpp"
 
 namespace purgatory::test {
@@ -172,13 +173,13 @@ TEST_CASE("snapshot: consistent while 3 threads complete and the timer expires c
         i % 3 == 0 ? Nanos(std::chrono::milliseconds(i % 30)) + Nanos(i) : kBase + Nanos(i);
     ops.push_back(mock(timeout));
   }
-  struct Done : OutcomeListener {
+  struct Done : detail::OutcomeListener {
     explicit Done(std::atomic<bool>& f) : flag(f) {}
     void on_outcome(Outcome) noexcept override { flag.store(true); }
     std::atomic<bool>& flag;
   };
   for (int i = 0; i < kOps; ++i) {
-    ops[static_cast<std::size_t>(i)]->set_outcome_listener(
+    detail::OperationAccess::listen(*ops[static_cast<std::size_t>(i)], 
         std::make_unique<Done>(finished[static_cast<std::size_t>(i)]));
     p.purgatory.try_complete_else_watch(ops[static_cast<std::size_t>(i)],
                                         {std::to_string(i % 16), std::to_string((i * 7) % 16)});

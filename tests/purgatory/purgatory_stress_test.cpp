@@ -49,7 +49,7 @@ TEST_CASE("stress: add / check / force-complete / expire race - exactly one outc
   options.shards = 8;
   DelayedOperationPurgatory<int> purgatory(options);
   std::atomic<int> on_complete_calls{0};
-  std::vector<boost::intrusive_ptr<CountedOperation>> ops(kTotal);
+  std::vector<purgatory::Ref<CountedOperation>> ops(kTotal);
   std::atomic<bool> adding{true};
 
   std::vector<std::thread> threads;
@@ -59,7 +59,7 @@ TEST_CASE("stress: add / check / force-complete / expire race - exactly one outc
       for (int i = 0; i < kOpsPerAdder; ++i) {
         const int index = a * kOpsPerAdder + i;
         // 0..4 ms timeouts: a good share expires while the others race to complete them.
-        auto op = boost::intrusive_ptr<CountedOperation>(
+        auto op = purgatory::Ref<CountedOperation>(
             new CountedOperation(std::chrono::microseconds(rng() % 5000),
                                  static_cast<int>(rng() % 6), on_complete_calls));
         ops[static_cast<std::size_t>(index)] = op;

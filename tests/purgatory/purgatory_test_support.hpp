@@ -9,10 +9,15 @@
 #include <thread>
 
 #include "purgatory/delayed_operation.hpp"
+#include "../support/operation_timeout.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory/timer/system_timer.hpp"
 
 namespace purgatory::test {
+
+using testing::cancel_timeout;
+using testing::timeout_pending;
+using testing::timeout_task;
 
 using namespace std::chrono_literals;
 
@@ -74,10 +79,10 @@ class MockOperation : public DelayedOperation {
   void on_expiration() override { expirations.fetch_add(1); }
 };
 
-using MockRef = boost::intrusive_ptr<MockOperation>;
+using MockRef = purgatory::Ref<MockOperation>;
 
 inline MockRef mock(Nanos timeout) {
-  return MockRef(new MockOperation(timeout));
+  return make_operation<MockOperation>(timeout);
 }
 
 // Polls `cond` until it holds or `timeout` passes; returns whether it held. For real-time tests.

@@ -1,7 +1,7 @@
 // The demo broker under faults, in-process on a free loopback port: clients that die in the
 // middle of a request (RST, not FIN), a client that stops reading while the broker writes large
 // fetch responses, a shutdown with requests parked, and throwing timer tasks and delayed
-// operations on the broker's own timer setup (AsioExecutor + AsioDriver on the io thread).
+// operations on the broker's own timer setup (an AsioTimer on the io thread).
 //
 // The invariant every case checks, counting: a request's parked operation is released exactly
 // once, whoever leaves first (the purgatory's delayed() and watched() return to 0, and
@@ -338,15 +338,13 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "on the broker's timer setup (AsioExecutor + AsioDriver, one io thread), a throwing "
+    "on the broker's timer setup (an AsioTimer, one io thread), a throwing "
     "timer task and throwing delayed operations are reported and the rest still run") {
   asio::io_context io;
   std::vector<std::string> task_errors;
   std::vector<std::string> op_errors;  // both written on the io thread only
-  auto timer = std::make_shared<purgatory::SystemTimer>(purgatory::TimerOptions{
+  auto timer = std::make_shared<purgatory::AsioTimer>(io, purgatory::TimerOptions{
       .name = "broker",
-      .executor = std::make_shared<purgatory::AsioExecutor>(io.get_executor()),
-      .driver = purgatory::TimerOptions::Driver::external,
       .on_task_error = [&](const purgatory::TimerTask&, std::exception_ptr e) {
         try {
           std::rethrow_exception(e);
@@ -354,7 +352,6 @@ TEST_CASE(
           task_errors.emplace_back(ex.what());
         }
       }});
-  auto driver = std::make_unique<purgatory::AsioDriver>(io.get_executor(), *timer);
   purgatory::PurgatoryOptions options;
   options.name = "fetch";
   options.shards = 1;
@@ -395,7 +392,6 @@ TEST_CASE(
   CHECK(purgatory->num_delayed() == 0);
   CHECK(purgatory->watched() == 0);
   purgatory->shutdown();
-  driver.reset();
   (void)timer->close();
   io.run_for(milliseconds(50));
 }

@@ -37,7 +37,7 @@ bool wait_until_draining(purgatory::SystemTimer& timer) {
 
 TEST_CASE("SystemTimer::drain: 10,000 tasks over 2 s all run once, adds are refused, it stops") {
   ManualTimer m;
-  std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+  std::vector<purgatory::Ref<CountingTask>> tasks;
   std::mt19937 rng(11);
   for (int i = 0; i < 10'000; ++i) {
     tasks.push_back(purgatory::make_task<CountingTask>());
@@ -77,7 +77,7 @@ TEST_CASE("SystemTimer::drain: 10,000 tasks over 2 s all run once, adds are refu
 
 TEST_CASE("SystemTimer::drain with a 1 s deadline hands back the 10 tasks not yet due") {
   ManualTimer m;
-  std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+  std::vector<purgatory::Ref<CountingTask>> tasks;
   for (int i = 1; i <= 20; ++i) {
     tasks.push_back(purgatory::make_task<CountingTask>());
     m.timer.add(tasks.back(), std::chrono::milliseconds(100 * i));  // 100 ms .. 2 s

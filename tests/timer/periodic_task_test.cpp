@@ -82,7 +82,7 @@ TEST_CASE("PeriodicTask fixed delay after a 55 ms stall: runs once, then period 
 
 TEST_CASE("PeriodicTask: cancel from inside its own 3rd run stops it after that run") {
   ManualTimer m;
-  boost::intrusive_ptr<PeriodicTask> task;
+  purgatory::Ref<PeriodicTask> task;
   bool cancel_result = true;
   task = purgatory::make_periodic([&] {
     if (task->run_count() == 2) cancel_result = task->cancel();  // 3rd run (count is before it)

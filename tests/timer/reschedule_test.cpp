@@ -72,7 +72,7 @@ TEST_CASE(
     void run() override { fired->emplace_back(id, clock->now()); }
   };
   std::vector<std::pair<int, Nanos>> fired;
-  std::vector<boost::intrusive_ptr<Probe>> tasks;
+  std::vector<purgatory::Ref<Probe>> tasks;
   for (int i = 0; i < kTasks; ++i) {
     auto p = purgatory::make_task<Probe>();
     p->fired = &fired;

@@ -61,7 +61,7 @@ void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size, std::s
   REQUIRE(m.timer.base_count() == bases);
   std::vector<std::pair<int, Nanos>> fired;
   constexpr int kTasks = 2000;
-  std::vector<boost::intrusive_ptr<ModelTask>> tasks;
+  std::vector<purgatory::Ref<ModelTask>> tasks;
   for (int i = 0; i < kTasks; ++i) {
     tasks.push_back(purgatory::make_task<ModelTask>(i, &fired, &m.clock));
   }

@@ -20,7 +20,7 @@ TEST_CASE(
   purgatory::SystemTimer timer(purgatory::TimerOptions{.name = "stress"});
   constexpr int kThreads = 4;
   constexpr int kPerThread = 5000;
-  std::vector<std::vector<boost::intrusive_ptr<CountingTask>>> tasks(kThreads);
+  std::vector<std::vector<purgatory::Ref<CountingTask>>> tasks(kThreads);
   std::vector<std::vector<char>> cancelled(kThreads, std::vector<char>(kPerThread, 0));
   std::vector<std::thread> threads;
   for (int th = 0; th < kThreads; ++th) {
@@ -130,7 +130,7 @@ TEST_CASE(
   std::atomic<int> stopped{0};
   int adds = 0;
   {
-    std::vector<boost::intrusive_ptr<Counted>> tasks;  // not written while the threads run
+    std::vector<purgatory::Ref<Counted>> tasks;  // not written while the threads run
     for (int i = 0; i < kTasks; ++i)
       tasks.emplace_back(new Counted(ran, destroyed));
     purgatory::SystemTimer timer(purgatory::TimerOptions{.name = "refs"});
@@ -140,9 +140,9 @@ TEST_CASE(
       copiers.emplace_back([&, c] {
         std::mt19937 rng(static_cast<unsigned>(c) + 11U);
         while (!done.load(std::memory_order_relaxed)) {
-          boost::intrusive_ptr<Counted> copy = tasks[rng() % kTasks];
+          purgatory::Ref<Counted> copy = tasks[rng() % kTasks];
           for (int k = 0; k < 8; ++k) {  // copies made and dropped while the timer works
-            boost::intrusive_ptr<Counted> again = copy;
+            purgatory::Ref<Counted> again = copy;
             again.reset();
           }
           if (rng() % 512 == 0 && copy->cancel()) stopped.fetch_add(1);

@@ -367,7 +367,7 @@ TEST_CASE("SystemTimer: delays of 3 days and of kMaxDelay work through the overf
 
 TEST_CASE("SystemTimer: close() hands back the 10 pending tasks, none runs, adds are refused") {
   ManualTimer m;
-  std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+  std::vector<purgatory::Ref<CountingTask>> tasks;
   for (int i = 0; i < 10; ++i) {
     tasks.push_back(purgatory::make_task<CountingTask>());
     m.timer.add(tasks.back(), std::chrono::milliseconds(10 + i * 1000));
@@ -473,7 +473,7 @@ TEST_CASE("SystemTimer: library memory per pending task is at most 49 bytes") {
       .executor = std::make_shared<purgatory::InlineExecutor>(),
       .driver = TimerOptions::Driver::external});
   constexpr std::size_t kTasks = 1'000'000;
-  std::vector<boost::intrusive_ptr<Bare>> tasks;
+  std::vector<purgatory::Ref<Bare>> tasks;
   tasks.reserve(kTasks);
   std::mt19937_64 rng(7);
   for (std::size_t i = 0; i < kTasks; ++i) {

@@ -70,7 +70,7 @@ TEST_CASE(
   constexpr int kThreads = 4;
   constexpr int kPerThread = 4000;
   // Each thread owns the tasks it made (kept alive to the end); others reach them through `all`.
-  std::vector<std::vector<boost::intrusive_ptr<OutcomeTask>>> owned(kThreads);
+  std::vector<std::vector<purgatory::Ref<OutcomeTask>>> owned(kThreads);
   std::vector<std::atomic<OutcomeTask*>> all(kThreads * kPerThread);
   std::atomic<int> moves{0};
   std::vector<std::thread> threads;
@@ -124,7 +124,7 @@ TEST_CASE(
 
 TEST_CASE("SystemTimer bases: close() hands back every task of every base exactly once") {
   ManualTimer m(1ms, 20, 0, 4);
-  std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+  std::vector<purgatory::Ref<CountingTask>> tasks;
   for (std::uint32_t slot = 0; slot < 4; ++slot) {
     purgatory::detail::set_timer_thread_slot(slot);
     for (int i = 0; i < 250; ++i) {
@@ -151,7 +151,7 @@ TEST_CASE(
     "SystemTimer bases: drain() runs what falls due in every base within max_wait and hands "
     "back the rest") {
   ManualTimer m(1ms, 20, 0, 4);
-  std::vector<boost::intrusive_ptr<CountingTask>> soon, late;
+  std::vector<purgatory::Ref<CountingTask>> soon, late;
   for (std::uint32_t slot = 0; slot < 4; ++slot) {
     purgatory::detail::set_timer_thread_slot(slot);
     for (int i = 0; i < 10; ++i) {

@@ -1,4 +1,4 @@
-#include "purgatory/timer/timer_task_list.hpp"
+#include "purgatory/timer/detail/timer_task_list.hpp"
 
 #include <vector>
 
@@ -16,8 +16,8 @@ struct NoopTask : purgatory::TimerTask {
 // counts each task once.
 TEST_CASE("TimerTaskList: add, re-add and remove move 10 tasks between 3 lists and count them") {
   std::size_t shared = 0;
-  purgatory::TimerTaskList list1(&shared), list2(&shared), list3(&shared);
-  std::vector<boost::intrusive_ptr<NoopTask>> tasks;
+  purgatory::detail::TimerTaskList list1(&shared), list2(&shared), list3(&shared);
+  std::vector<purgatory::Ref<NoopTask>> tasks;
   for (int i = 1; i <= 10; ++i) {
     tasks.push_back(purgatory::make_task<NoopTask>());
     list1.add(*tasks.back());
@@ -54,7 +54,7 @@ TEST_CASE("TimerTaskList: add, re-add and remove move 10 tasks between 3 lists a
 
 TEST_CASE("TimerTaskList: re-adding a task to its own list keeps one entry") {
   std::size_t shared = 0;
-  purgatory::TimerTaskList list(&shared);
+  purgatory::detail::TimerTaskList list(&shared);
   auto task = purgatory::make_task<NoopTask>();
   list.add(*task);
   list.add(*task);

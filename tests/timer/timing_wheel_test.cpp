@@ -1,4 +1,4 @@
-#include "purgatory/timer/timing_wheel.hpp"
+#include "purgatory/timer/detail/timing_wheel.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -15,7 +15,7 @@ struct NoopTask : purgatory::TimerTask {
   void run() override {}
 };
 
-using purgatory::TimingWheel;
+using purgatory::detail::TimingWheel;
 
 std::vector<std::int64_t> expire_all_until(TimingWheel& wheel, std::int64_t time) {
   std::vector<std::int64_t> expired;
@@ -90,7 +90,7 @@ TEST_CASE("TimingWheel: advance_clock within a tick, to the next tick, and throu
 
 TEST_CASE("TimingWheel: overflow tasks cascade down and expire at their own tick") {
   TimingWheel wheel(10, 5, 1000);
-  std::vector<boost::intrusive_ptr<NoopTask>> tasks;
+  std::vector<purgatory::Ref<NoopTask>> tasks;
   // Tick-aligned, as SystemTimer makes them (it rounds deadlines up to the tick).
   const std::vector<std::int64_t> expirations = {1020, 1060, 1070, 1240, 1250, 2000, 100000};
   for (std::int64_t e : expirations) {
@@ -137,7 +137,7 @@ TEST_CASE("TimingWheel: bad tick, wheel size and start time are rejected with th
 
 TEST_CASE("TimingWheel: a huge wheel (4096 slots) finds buckets across bitmap words") {
   TimingWheel wheel(1, 4096, 0);
-  std::vector<boost::intrusive_ptr<NoopTask>> tasks;
+  std::vector<purgatory::Ref<NoopTask>> tasks;
   for (std::int64_t e : {4000, 70, 64, 129, 3000}) {
     tasks.push_back(purgatory::make_task<NoopTask>());
     REQUIRE(wheel.add(*tasks.back(), e));
@@ -156,7 +156,7 @@ TEST_CASE("TimingWheel: a huge wheel (4096 slots) finds buckets across bitmap wo
 // rounded down to its own tick, so a coarse level lags the finest) and whichever call made them
 // (add() makes levels too). Half the expirations fall at a level's edge, where its lag matters.
 TEST_CASE("TimingWheel: after reserve_levels(e), add(e) makes no level, for any clock and e") {
-  std::vector<boost::intrusive_ptr<NoopTask>> tasks;  // outlive the wheel, which unlinks them
+  std::vector<purgatory::Ref<NoopTask>> tasks;  // outlive the wheel, which unlinks them
   TimingWheel wheel(10, 5, 1003);                     // levels of 50, 250, 1250, ... wide
   std::mt19937_64 rng(27);
   const auto draw = [&rng](std::int64_t n) {  // uniform in [0, n)

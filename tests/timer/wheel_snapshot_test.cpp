@@ -20,7 +20,7 @@ std::size_t sum(const std::vector<std::size_t>& v) {
 
 TEST_CASE("wheel_snapshot: tasks per level and per bucket in time order, next expiration") {
   ManualTimer m(1ms, 20);  // level 0: 1 ms x 20, level 1: 20 ms x 20, level 2: 400 ms x 20
-  std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+  std::vector<purgatory::Ref<CountingTask>> tasks;
   const auto add = [&](Nanos delay) {
     tasks.push_back(make_task<CountingTask>());
     m.timer.add(tasks.back(), delay);

@@ -315,7 +315,7 @@ TEST_CASE(
     std::vector<Promise<int>> left(kOps);
     std::vector<Promise<int>> right(kOps);
     std::vector<Response> responses(kOps);
-    std::vector<boost::intrusive_ptr<DelayedFuture<int>>> ops(kOps);
+    std::vector<purgatory::Ref<DelayedFuture<int>>> ops(kOps);
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.5, .max_pause = 30us});
     auto watch = [&](int i) {
       const auto k = static_cast<std::size_t>(i);

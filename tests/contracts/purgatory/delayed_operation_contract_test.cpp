@@ -1,5 +1,6 @@
-// delayed_operation.hpp: every promise of DelayedOperation, OutcomeListener and make_operation.
+// delayed_operation.hpp: every promise of DelayedOperation, detail::OutcomeListener and make_operation.
 #include "purgatory/delayed_operation.hpp"
+#include "purgatory/detail/operation_access.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -29,7 +30,7 @@ using contract::ProbeRef;
 using contract::rounds;
 using contract::Signal;
 
-class Listener final : public OutcomeListener {
+class Listener final : public detail::OutcomeListener {
  public:
   Listener(std::atomic<int>& calls, std::atomic<Outcome>& seen, const ProbeRef& op,
            std::atomic<bool>& before_callbacks)
@@ -336,7 +337,7 @@ TEST_CASE(
   p.advance(10ms);
   CHECK(expired->outcome() == Outcome::expired);
 
-  class CallingListener final : public OutcomeListener {
+  class CallingListener final : public detail::OutcomeListener {
    public:
     explicit CallingListener(std::function<void()> f) : f_(std::move(f)) {}
     void on_outcome(Outcome) noexcept override { f_(); }
@@ -345,7 +346,7 @@ TEST_CASE(
     std::function<void()> f_;
   };
   auto listened = probe(1s);
-  listened->set_outcome_listener(
+  detail::OperationAccess::listen(*listened, 
       std::make_unique<CallingListener>([&] { call_everything(*listened); }));
   p.purgatory.try_complete_else_watch(listened, {3});
   CHECK(listened->force_complete());
@@ -483,7 +484,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "delayed_operation.hpp: OutcomeListener is told once, after the callbacks, "
+    "delayed_operation.hpp: detail::OutcomeListener is told once, after the callbacks, "
     "set_outcome_listener() calls it at once if the callbacks already ran, a second listener "
     "throws std::logic_error, a null one std::invalid_argument") {
   std::atomic<int> calls{0};
@@ -491,8 +492,8 @@ TEST_CASE(
   std::atomic<bool> early{false};
   ManualPurgatory<int> p;
   auto op = probe(10ms);
-  op->set_outcome_listener(std::make_unique<Listener>(calls, seen, op, early));
-  CHECK_THROWS_AS(op->set_outcome_listener(std::make_unique<Listener>(calls, seen, op, early)),
+  detail::OperationAccess::listen(*op, std::make_unique<Listener>(calls, seen, op, early));
+  CHECK_THROWS_AS(detail::OperationAccess::listen(*op, std::make_unique<Listener>(calls, seen, op, early)),
                   std::logic_error);
   p.purgatory.try_complete_else_watch(op, {1});
   CHECK(calls == 0);
@@ -504,17 +505,17 @@ TEST_CASE(
   auto done = probe(1s);
   CHECK(done->force_complete());
   std::atomic<int> late_calls{0};
-  done->set_outcome_listener(std::make_unique<Listener>(late_calls, seen, done, early));
+  detail::OperationAccess::listen(*done, std::make_unique<Listener>(late_calls, seen, done, early));
   CHECK(late_calls == 1);  // at once, on this thread
   CHECK(seen.load() == Outcome::completed);
   CHECK_THROWS_AS(
-      done->set_outcome_listener(std::make_unique<Listener>(late_calls, seen, done, early)),
+      detail::OperationAccess::listen(*done, std::make_unique<Listener>(late_calls, seen, done, early)),
       std::logic_error);
   CHECK(late_calls == 1);
   auto fresh = probe(1s);
-  CHECK_THROWS_AS(fresh->set_outcome_listener(nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(detail::OperationAccess::listen(*fresh, nullptr), std::invalid_argument);
   std::atomic<int> fresh_calls{0};
-  fresh->set_outcome_listener(std::make_unique<Listener>(fresh_calls, seen, fresh, early));
+  detail::OperationAccess::listen(*fresh, std::make_unique<Listener>(fresh_calls, seen, fresh, early));
   CHECK(fresh->force_complete());
   CHECK(fresh_calls == 1);  // the refused null listener did not take the place
 }
@@ -535,7 +536,7 @@ TEST_CASE(
     {
       RaceSchedule schedule({.seed = seed, .pause_probability = 0.7, .max_pause = 40us});
       std::thread completer([&] { CHECK(op->force_complete()); });
-      op->set_outcome_listener(std::make_unique<Listener>(calls, seen, op, early));
+      detail::OperationAccess::listen(*op, std::make_unique<Listener>(calls, seen, op, early));
       completer.join();
       stored_hits += schedule.hits("set_outcome_listener: stored");
       finish_hits += schedule.hits("finish: callbacks ran");
@@ -549,20 +550,72 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "delayed_operation.hpp: TimerTask::cancel() is the purgatory's business: calling it yourself "
-    "withdraws the timeout, and the operation stays watched") {
+    "delayed_operation.hpp: cancel() withdraws a watched operation: Outcome::cancelled, "
+    "on_complete() once with no lock held, off every key and out of the timer, counted") {
   ManualPurgatory<int> p;
   auto op = probe(1s);
-  p.purgatory.try_complete_else_watch(op, {1});
+  p.purgatory.try_complete_else_watch(op, {1, 2});
+  REQUIRE(p.purgatory.watched() == 2);
   CHECK(op->cancel());
+  CHECK(op->outcome() == Outcome::cancelled);
+  CHECK(op->completions == 1);
+  CHECK(op->seen_in_on_complete == Outcome::cancelled);
+  CHECK_FALSE(op->callback_with_lock);
+  CHECK(p.purgatory.watched() == 0);
+  CHECK(p.purgatory.num_delayed() == 0);
   CHECK(p.manual.timer->size() == 0);
-  p.advance(2s);
-  CHECK(op->outcome() == Outcome::pending);
-  CHECK(op->expirations == 0);
-  CHECK(p.purgatory.watched() == 1);
+  CHECK(p.purgatory.metrics().cancelled_total == 1);
+  // Exactly one outcome: nothing afterwards decides it again.
+  CHECK_FALSE(op->cancel());
+  CHECK_FALSE(op->force_complete());
   op->completable = true;
-  CHECK(p.purgatory.check_and_complete(1) == 1);
-  CHECK(op->outcome() == Outcome::completed);
+  CHECK(p.purgatory.check_and_complete(1) == 0);
+  p.advance(2s);
+  CHECK(op->outcome() == Outcome::cancelled);
+  CHECK(op->completions == 1);
+  CHECK(op->expirations == 0);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: cancel() of an operation decided already, or never watched") {
+  ManualPurgatory<int> p;
+  auto done = probe(1s);
+  p.purgatory.try_complete_else_watch(done, {1});
+  CHECK(done->force_complete());
+  CHECK_FALSE(done->cancel());  // decided first: the outcome stays
+  CHECK(done->outcome() == Outcome::completed);
+  CHECK(done->completions == 1);
+
+  auto lone = probe(1s);
+  CHECK(lone->cancel());  // no purgatory needed
+  CHECK(lone->outcome() == Outcome::cancelled);
+  CHECK(lone->completions == 1);
+  CHECK_FALSE(p.purgatory.try_complete_else_watch(lone, {1}));  // decided: not watched
+  CHECK(p.purgatory.watched() == 0);
+}
+
+TEST_CASE(
+    "delayed_operation.hpp: cancel() from inside the operation's own try_complete() decides it, "
+    "on_complete() runs once the lock is released") {
+  ManualPurgatory<int> p;
+  auto op = probe(1s);
+  DelayedOperation* raw = op.get();
+  std::atomic<bool> cancelled_inside{false};
+  std::atomic<int> completions_seen_inside{-1};
+  op->on_try = [&] {
+    if (raw->outcome() == Outcome::pending && p.purgatory.watched() > 0) {
+      cancelled_inside = raw->cancel();
+      completions_seen_inside = op->completions.load();
+    }
+    return false;
+  };
+  p.purgatory.try_complete_else_watch(op, {1});
+  CHECK(p.purgatory.check_and_complete(1) == 0);
+  CHECK(cancelled_inside);
+  CHECK(completions_seen_inside == 0);  // deferred until the lock was released
+  CHECK(op->completions == 1);
+  CHECK(op->outcome() == Outcome::cancelled);
+  CHECK(p.purgatory.watched() == 0);
 }
 
 TEST_CASE(
@@ -575,11 +628,11 @@ TEST_CASE(
   int flag = 0;
   auto condition = [&flag] { return flag != 0; };
   auto on_complete = [&flag] { ++flag; };
-  using Made = CallableOperation<decltype(condition), decltype(on_complete), NoExpirationCallback>;
+  using Made = detail::CallableOperation<decltype(condition), decltype(on_complete),
+                                         detail::NoCallback>;
   static_assert(sizeof(Made) <= 128 + 16, "make_operation() adds more than its callables");
   CHECK(sizeof(Made) == 128 + 16);
 #endif
-  CHECK(DelayedOperation::kInlineKeys == 1);
   MESSAGE("sizeof(DelayedOperation) = " << sizeof(DelayedOperation));
   if (!contract::counting_allocations()) {
     MESSAGE("allocations are not counted in this build (ThreadSanitizer): per-key part unchecked");
@@ -933,7 +986,7 @@ TEST_CASE(
   }
 }
 
-template <class C, class F, class E = NoExpirationCallback>
+template <class C, class F, class E = detail::NoCallback>
 concept MakesOperation = requires(C c, F f, E e) {
   make_operation(1s, c, f, e);
 };

@@ -1,5 +1,6 @@
 // delayed_operation_purgatory.hpp: every promise of DelayedOperationPurgatory.
 #include "purgatory/delayed_operation_purgatory.hpp"
+#include "purgatory/detail/operation_access.hpp"
 
 #include <algorithm>
 #include <array>
@@ -528,10 +529,10 @@ TEST_CASE(
   ManualPurgatory<int> p;
   SharedManualTimer other;
   auto op = probe(1s);
-  other.timer->add(op, 1h);
+  other.timer->add(timeout_task(*op), 1h);
   CHECK_THROWS_AS(p.purgatory.try_complete_else_watch(op, {1, 2, 3}), std::invalid_argument);
   check_refused_left_nothing(p.purgatory, *p.manual.timer, op, 0);
-  CHECK(op->cancel());
+  CHECK(cancel_timeout(*op));  // free it from the other timer
   CHECK_FALSE(p.purgatory.try_complete_else_watch(op, {1, 2, 3}));
   CHECK(p.purgatory.watched() == 3);
   p.advance(1s);
@@ -743,12 +744,12 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "delayed_operation_purgatory.hpp: cancel_for_key() hands back an operation whose owner "
-    "withdrew its timeout (TimerTask::cancel()): it is neither decided nor expiring") {
+    "delayed_operation_purgatory.hpp: cancel_for_key() hands back an operation whose timeout is "
+    "no longer pending: it is neither decided nor expiring") {
   ManualPurgatory<int> p;
   auto op = probe(1s);
   p.purgatory.try_complete_else_watch(op, {1, 2});
-  CHECK(op->cancel());  // "calling it yourself withdraws the timeout" (delayed_operation.hpp)
+  CHECK(cancel_timeout(*op));
   const auto handed = p.purgatory.cancel_for_key(1);
   REQUIRE(handed.size() == 1);
   CHECK(handed[0] == op);
@@ -1103,7 +1104,7 @@ TEST_CASE(
     std::this_thread::sleep_for(5ms);  // a shutdown() that does not wait returns meanwhile
     callback_done = true;
   };
-  class SlowListener final : public OutcomeListener {
+  class SlowListener final : public detail::OutcomeListener {
    public:
     SlowListener(Signal& waiting, std::atomic<bool>& done) : waiting_(waiting), done_(done) {}
     void on_outcome(Outcome) noexcept override {
@@ -1116,7 +1117,7 @@ TEST_CASE(
     Signal& waiting_;
     std::atomic<bool>& done_;
   };
-  slow_listener->set_outcome_listener(
+  detail::OperationAccess::listen(*slow_listener, 
       std::make_unique<SlowListener>(shutdown_waiting, listener_done));
   RaceSchedule schedule({.seed = RaceSchedule::seed(0),
                          .pause_probability = 0.0,

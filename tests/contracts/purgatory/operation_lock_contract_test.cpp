@@ -1,5 +1,5 @@
 // operation_lock.hpp: every promise of OperationLock.
-#include "purgatory/operation_lock.hpp"
+#include "purgatory/detail/operation_lock.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -16,7 +16,7 @@ namespace {
 TEST_CASE(
     "operation_lock.hpp: Lockable and re-entrant: the owner may lock again and must unlock as "
     "often, depth() counts, other threads are kept out until the last unlock()") {
-  OperationLock lock;
+  purgatory::detail::OperationLock lock;
   lock.lock();
   lock.lock();
   CHECK(lock.try_lock());
@@ -46,7 +46,7 @@ TEST_CASE(
 TEST_CASE(
     "operation_lock.hpp: held_by_current_thread() is exact for the calling thread: true for the "
     "owner, false for every other thread, and false once released") {
-  OperationLock lock;
+  purgatory::detail::OperationLock lock;
   CHECK_FALSE(lock.held_by_current_thread());
   lock.lock();
   CHECK(lock.held_by_current_thread());
@@ -61,7 +61,7 @@ TEST_CASE(
 TEST_CASE(
     "operation_lock.hpp: thread-safe: 4 threads, each locking re-entrantly, exclude each other "
     "(a plain counter under the lock stays exact)") {
-  OperationLock lock;
+  purgatory::detail::OperationLock lock;
   long counter = 0;  // guarded by lock
   std::atomic<bool> wrong_owner{false};
   const int per_thread = contract::rounds(20000, 4000);

@@ -12,8 +12,13 @@
 #include <unistd.h>
 
 #include "purgatory/delayed_operation.hpp"
+#include "../../support/operation_timeout.hpp"
 
 namespace purgatory::contract {
+
+using testing::cancel_timeout;
+using testing::timeout_pending;
+using testing::timeout_task;
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 inline constexpr bool kSanitized = true;
@@ -96,10 +101,10 @@ class Probe : public DelayedOperation {
   }
 };
 
-using ProbeRef = boost::intrusive_ptr<Probe>;
+using ProbeRef = purgatory::Ref<Probe>;
 
 inline ProbeRef probe(Nanos timeout) {
-  return ProbeRef(new Probe(timeout));
+  return make_operation<Probe>(timeout);
 }
 
 // Captures what is written to stderr (fd 2) while it exists.

@@ -10,7 +10,9 @@
 #include <thread>
 
 #include <doctest/doctest.h>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include "../../purgatory/purgatory_test_support.hpp"
@@ -24,24 +26,24 @@ namespace {
 
 using contract::Signal;
 
-#if defined(__cpp_lib_jthread)
 TEST_CASE(
-    "regression (issue 11.6): async_wait_outcome cancelled through its stop_token: once the "
-    "handler has (operation_aborted, pending), a check already under way does not complete the "
+    "regression (issue 11.6): async_watch cancelled through its cancellation slot: once the "
+    "handler has (operation_aborted, cancelled), a check already under way does not complete the "
     "operation") {
   ManualPurgatory<int> p;
   boost::asio::io_context io;
   auto op = mock(1s);
-  p.purgatory.try_complete_else_watch(op, {1});
-  op->completable = true;  // any check that reaches it would complete it
-  std::stop_source stop;
+  boost::asio::cancellation_signal cancel;
   boost::system::error_code got_ec;
   Outcome got = Outcome::completed;
-  async_wait_outcome(op, stop.get_token(),
-                     boost::asio::bind_executor(io, [&](boost::system::error_code ec, Outcome o) {
-                       got_ec = ec;
-                       got = o;
-                     }));
+  p.purgatory.async_watch(
+      op, {1},
+      boost::asio::bind_cancellation_slot(
+          cancel.slot(), boost::asio::bind_executor(io, [&](boost::system::error_code ec, Outcome o) {
+            got_ec = ec;
+            got = o;
+          })));
+  op->completable = true;  // any check that reaches it would complete it
   Signal copied;
   Signal aborted;
   RaceSchedule schedule({.seed = RaceSchedule::seed(0),
@@ -53,37 +55,27 @@ TEST_CASE(
   std::size_t completed = 99;
   std::thread checker([&] { completed = p.purgatory.check_and_complete(1); });
   REQUIRE(copied.wait());
-  stop.request_stop();
+  cancel.emit(boost::asio::cancellation_type::terminal);
   io.run();
   CHECK(got_ec == boost::asio::error::operation_aborted);
-  CHECK(got == Outcome::pending);
+  CHECK(got == Outcome::cancelled);
   aborted.set();
   checker.join();
   CHECK(completed == 0);
-  CHECK(op->outcome() == Outcome::pending);
-  CHECK(op->completions == 0);
+  CHECK(op->outcome() == Outcome::cancelled);
+  CHECK(op->completions == 1);
   CHECK(p.purgatory.metrics().cancelled_total == 1);
 }
-#else
-TEST_CASE(
-    "regression (issue 11.6): the std::stop_token forms are left out: this standard library has no "
-    "<stop_token>") {
-  MESSAGE(
-      "no <stop_token> (__cpp_lib_jthread): the std::stop_token overloads and their tests "
-      "are not built");
-}
-#endif  // __cpp_lib_jthread
 
 TEST_CASE(
-    "regression (issue 11): async_wait_outcome with a plain lambda: the handler runs on Asio's "
+    "regression (issue 11): async_watch with a plain lambda: the handler runs on Asio's "
     "system executor, not on the thread that completed the operation") {
   ManualPurgatory<int> p;
   auto op = mock(1s);
-  p.purgatory.try_complete_else_watch(op, {1});
   Signal called;
   std::atomic<bool> on_completing_thread{true};
   const auto completing_thread = std::this_thread::get_id();
-  async_wait_outcome(op, [&](boost::system::error_code ec, Outcome o) {
+  p.purgatory.async_watch(op, {1}, [&](boost::system::error_code ec, Outcome o) {
     CHECK(!ec);
     CHECK(o == Outcome::completed);
     on_completing_thread = std::this_thread::get_id() == completing_thread;

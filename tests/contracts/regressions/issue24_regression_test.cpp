@@ -237,7 +237,7 @@ TEST_CASE(
     "regression (issue 24.5): close() and drain() of a timer with 128 bases (more than the 64 "
     "locks ThreadSanitizer's deadlock detector tracks): every task handed back or run once") {
   ManualClock clock;
-  std::vector<boost::intrusive_ptr<Counted>> tasks;
+  std::vector<purgatory::Ref<Counted>> tasks;
   {
     SystemTimer timer(manual_options(clock, std::make_shared<InlineExecutor>(), 128));
     REQUIRE(timer.base_count() == 128);

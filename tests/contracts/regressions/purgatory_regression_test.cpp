@@ -31,7 +31,7 @@ TEST_CASE(
   CHECK(op->was_watched());
   CHECK(p.purgatory.watched() == 3);
   CHECK(p.purgatory.num_delayed() == 2);
-  CHECK(op->is_pending());  // its timeout is scheduled
+  CHECK(timeout_pending(*op));  // its timeout is scheduled
   p.purgatory.shutdown();
   CHECK(op->outcome() == Outcome::shut_down);
 }
@@ -44,7 +44,7 @@ TEST_CASE(
   // throws std::invalid_argument after linking its keys.
   SharedManualTimer other;
   auto op = mock(1s);
-  other.timer->add(op, 1h);
+  other.timer->add(timeout_task(*op), 1h);
   CHECK_THROWS_AS(p.purgatory.try_complete_else_watch(op, {1, 2, 3}), std::invalid_argument);
   CHECK(p.purgatory.watched() == 0);
   CHECK(p.purgatory.num_delayed() == 0);
@@ -56,7 +56,7 @@ TEST_CASE(
   CHECK(op->completions == 0);
   op->completable = false;
   // The caller still owns it: free it from the other timer and retry.
-  CHECK(op->cancel());
+  CHECK(cancel_timeout(*op));
   CHECK_FALSE(p.purgatory.try_complete_else_watch(op, {1, 2, 3}));
   CHECK(p.purgatory.watched() == 3);
   CHECK(op->force_complete());
@@ -214,7 +214,7 @@ TEST_CASE(
   ManualPurgatory<int> p;
   auto op = mock(1s);
   p.purgatory.try_complete_else_watch(op, {1});
-  REQUIRE(op->is_pending());
+  REQUIRE(timeout_pending(*op));
   op->completable = true;  // any check that reaches it would complete it
   Signal copied;
   Signal cancelled;
@@ -292,12 +292,12 @@ TEST_CASE(
     "regression (issue 11.8): a try_complete() that checks a key watching its own operation "
     "runs a bounded number of times") {
   ManualPurgatory<int> p;
-  boost::intrusive_ptr<SelfChecking> op(new SelfChecking(p.purgatory, 1));
+  purgatory::Ref<SelfChecking> op(new SelfChecking(p.purgatory, 1));
   CHECK_FALSE(p.purgatory.try_complete_else_watch(op, {1}));
   // The watch tries twice (before and after linking); each try may be re-run once for the
   // check it made of its own key.
   CHECK(op->tries <= 4);
-  CHECK(op->is_pending());
+  CHECK(timeout_pending(*op));
   const int before = op->tries;
   CHECK(p.purgatory.check_and_complete(1) == 0);
   CHECK(op->tries - before <= 2);
@@ -307,8 +307,8 @@ TEST_CASE(
     "regression (issue 11.8): two operations whose try_complete() checks the other's key run a "
     "bounded number of times") {
   ManualPurgatory<int> p;
-  boost::intrusive_ptr<SelfChecking> a(new SelfChecking(p.purgatory, 2));
-  boost::intrusive_ptr<SelfChecking> b(new SelfChecking(p.purgatory, 1));
+  purgatory::Ref<SelfChecking> a(new SelfChecking(p.purgatory, 2));
+  purgatory::Ref<SelfChecking> b(new SelfChecking(p.purgatory, 1));
   p.purgatory.try_complete_else_watch(a, {1});
   p.purgatory.try_complete_else_watch(b, {2});
   a->tries = 0;
@@ -316,8 +316,8 @@ TEST_CASE(
   CHECK(p.purgatory.check_and_complete(1) == 0);
   CHECK(a->tries <= 4);
   CHECK(b->tries <= 4);
-  CHECK(a->is_pending());
-  CHECK(b->is_pending());
+  CHECK(timeout_pending(*a));
+  CHECK(timeout_pending(*b));
 }
 
 TEST_CASE("regression (issue 11): a key listed twice in one watch is watched once") {

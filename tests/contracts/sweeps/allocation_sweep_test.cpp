@@ -28,7 +28,9 @@
 
 #include <doctest/doctest.h>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)  // not with clang 14 and Boost 1.74 (the TSan build)
@@ -37,6 +39,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #endif
+#include "../../support/operation_timeout.hpp"
 #include "fault_injection.hpp"
 
 #include "purgatory/asio.hpp"
@@ -61,7 +64,7 @@ struct Task : TimerTask {
 
 // One task and what became of its schedule.
 struct Ledger {
-  boost::intrusive_ptr<Task> task;
+  purgatory::Ref<Task> task;
   bool accepted = false;     // an add() of it returned
   bool cancelled = false;    // cancel() returned true
   bool handed_back = false;  // in the vector close() or drain() returned
@@ -154,7 +157,7 @@ void timer_scenario(Verdict& v, bool end_with_drain) {
   } catch (const std::bad_alloc&) {
     v.expect(!lambda_task || !lambda_task->is_pending(), "a refused add() left the task pending");
   }
-  boost::intrusive_ptr<PeriodicTask> beat;
+  purgatory::Ref<PeriodicTask> beat;
   std::atomic<int> beats{0};
   try {
     beat = make_periodic([&beats] { beats.fetch_add(1); });
@@ -225,7 +228,7 @@ class Op final : public DelayedOperation {
 };
 
 struct OpLedger {
-  boost::intrusive_ptr<Op> op;
+  purgatory::Ref<Op> op;
   bool accepted = false;     // try_complete_else_watch() returned
   bool handed_back = false;  // by cancel_for_key(): its owner (the scenario) completes it
   bool forced = false;       // force_complete() returned true (watched or not)
@@ -255,7 +258,7 @@ void watch(Verdict& v, Purgatory& p, OpLedger& l, std::initializer_list<int> key
       v.expect(!l.op->was_watched(), "a refused watch: was_watched() is true");
       v.expect(l.op->outcome() == Outcome::pending, "a refused watch decided an outcome");
       v.expect(l.op->completions.load() == 0, "a refused watch ran on_complete()");
-      v.expect(!l.op->is_pending(), "a refused watch left its timeout scheduled");
+      v.expect(!testing::timeout_pending(*l.op), "a refused watch left its timeout scheduled");
     }
   }
 }
@@ -277,7 +280,7 @@ void purgatory_scenario(Verdict& v) {
   std::array<OpLedger, 7> ops;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     try {
-      ops[i].op = boost::intrusive_ptr<Op>(new Op(i == 4 ? 10ms : 1h));
+      ops[i].op = purgatory::make_operation<Op>(i == 4 ? 10ms : 1h);
     } catch (const std::bad_alloc&) {
     }
   }
@@ -352,7 +355,7 @@ void purgatory_scenario(Verdict& v) {
     v.expect(l.op->outcome() != Outcome::pending, "an operation accepted has no outcome");
     v.expect(l.op->expirations.load() == (l.op->outcome() == Outcome::expired ? 1 : 0),
              "on_expiration() ran although the operation did not expire, or twice");
-    v.expect(!l.op->is_pending(), "an operation's timeout is still scheduled");
+    v.expect(!testing::timeout_pending(*l.op), "an operation's timeout is still scheduled");
   }
   v.expect(errors.load() == 0, "a callback's error was reported, but none threw");
 }
@@ -369,39 +372,38 @@ void poll(boost::asio::io_context& io) {
   }
 }
 
-// One async_wait_outcome() and what its handler got.
+// One async_watch() and what its handler got.
 struct OutcomeWaitLedger {
-  boost::intrusive_ptr<Op> op;
-  bool watched = false;
+  purgatory::Ref<Op> op;
   bool initiated = false;  // the initiating call returned (for a coroutine: it started)
   int handler_calls = 0;   // for a coroutine: the co_await finished (value or exception)
-  bool aborted = false;    // operation_aborted (the stop request)
+  bool aborted = false;    // operation_aborted (the cancellation)
   Outcome got = Outcome::pending;
 };
 
-// async_wait_outcome() with each kind of token: a handler bound to an io_context, use_future,
-// use_awaitable, redirect_error(use_awaitable, ec), and a handler with a stop_token whose stop is
-// requested. The operations are then completed by checks and the purgatory shut down: every wait
-// accepted completes exactly once (a refused one never), with its operation's outcome.
+// async_watch() with each kind of token: a handler bound to an io_context, use_future,
+// use_awaitable, redirect_error(use_awaitable, ec), and a handler with a cancellation slot that is
+// then emitted. The operations are then completed by checks and the purgatory shut down: every
+// wait accepted completes exactly once with its operation's outcome; a refused one never, and its
+// operation is not watched.
 void async_scenario(Verdict& v) {
   v.at("constructing");
   ManualClock clock;
   std::atomic<int> errors{0};
   std::optional<DelayedOperationPurgatory<int>> p;
   std::optional<boost::asio::io_context> io;
+  std::optional<boost::asio::cancellation_signal> cancel;
   try {
     p.emplace(purgatory_options(clock, errors));
     io.emplace(1);
+    cancel.emplace();
   } catch (const std::bad_alloc&) {
     return;
   }
   std::array<OutcomeWaitLedger, 5> waits;
-  for (std::size_t i = 0; i < waits.size(); ++i) {
-    OutcomeWaitLedger& w = waits[i];
+  for (OutcomeWaitLedger& w : waits) {
     try {
-      w.op = boost::intrusive_ptr<Op>(new Op(1h));
-      (void)p->try_complete_else_watch(w.op, {static_cast<int>(i)});
-      w.watched = true;
+      w.op = purgatory::make_operation<Op>(1h);
     } catch (const std::bad_alloc&) {
     }
   }
@@ -414,12 +416,9 @@ void async_scenario(Verdict& v) {
   };
   v.at("initiating the waits");
   std::future<Outcome> future;
-#if defined(__cpp_lib_jthread)
-  std::stop_source stop(std::nostopstate);  // its shared state, allocated below, is the test's
-#endif
-  if (waits[0].watched) {
+  if (waits[0].op) {
     try {
-      async_wait_outcome(waits[0].op, boost::asio::bind_executor(*io, record(waits[0])));
+      p->async_watch(waits[0].op, {0}, boost::asio::bind_executor(*io, record(waits[0])));
       waits[0].initiated = true;
     } catch (const std::bad_alloc&) {
     }
@@ -427,9 +426,9 @@ void async_scenario(Verdict& v) {
   // Not with every allocation failing: libstdc++'s ~promise() allocates the broken_promise error
   // of a promise never set, so destroying the handler of a refused use_future wait then calls
   // std::terminate(), whoever destroys it. The transient runs fail each allocation here.
-  if (waits[1].watched && !persistent_run()) {
+  if (waits[1].op && !persistent_run()) {
     try {
-      future = async_wait_outcome(waits[1].op, boost::asio::use_future);
+      future = p->async_watch(waits[1].op, {1}, boost::asio::use_future);
       waits[1].initiated = true;
     } catch (const std::bad_alloc&) {
     }
@@ -437,24 +436,24 @@ void async_scenario(Verdict& v) {
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
   for (std::size_t i : {2, 3}) {
     OutcomeWaitLedger& w = waits[i];
-    if (!w.watched) continue;
+    if (!w.op) continue;
     try {
-      // Not failed: co_spawn() runs Asio's own post inside a noexcept function (Boost 1.74), where
-      // out of memory is std::terminate() whatever the library does. The coroutine's wait, ours,
-      // starts in the poll() below, failed like everything else.
+      // Not failed: co_spawn() posts its coroutine's start where out of memory is
+      // std::terminate() whatever the library does. The coroutine's wait, ours, starts in the
+      // poll() below, failed like everything else.
       const Unarmed asio_own;
       boost::asio::co_spawn(
           *io,
-          [&w, redirect = i == 3]() -> boost::asio::awaitable<void> {
+          [&w, &p, redirect = i == 3, key = static_cast<int>(i)]() -> boost::asio::awaitable<void> {
             w.initiated = true;  // the coroutine started (Asio may fail to allocate its frame)
             try {
               if (redirect) {
                 boost::system::error_code ec;
-                w.got = co_await async_wait_outcome(
-                    w.op, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+                w.got = co_await p->async_watch(
+                    w.op, key, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
                 w.aborted = ec == boost::asio::error::operation_aborted;
               } else {
-                w.got = co_await async_wait_outcome(w.op, boost::asio::use_awaitable);
+                w.got = co_await p->async_watch(w.op, key, boost::asio::use_awaitable);
               }
             } catch (const std::bad_alloc&) {
               w.got = Outcome::pending;  // the wait itself could not start: no outcome
@@ -466,26 +465,20 @@ void async_scenario(Verdict& v) {
     }
   }
 #endif
-#if defined(__cpp_lib_jthread)
-  // Where the standard library has no <stop_token> the overload is absent: wait 4 is then never
-  // initiated, and its operation is shut down with the rest.
-  if (waits[4].watched) {
+  if (waits[4].op) {
     try {
-      stop = std::stop_source();
-      async_wait_outcome(waits[4].op, stop.get_token(),
-                         boost::asio::bind_executor(*io, record(waits[4])));
+      p->async_watch(waits[4].op, {4},
+                     boost::asio::bind_cancellation_slot(
+                         cancel->slot(), boost::asio::bind_executor(*io, record(waits[4]))));
       waits[4].initiated = true;
     } catch (const std::bad_alloc&) {
     }
   }
-#endif
   poll(*io);  // the coroutines start, and initiate their waits
   v.at("completing the operations");
-#if defined(__cpp_lib_jthread)
-  (void)stop.request_stop();  // withdraws operation 4 (its owner keeps it, pending)
-#endif
+  cancel->emit(boost::asio::cancellation_type::terminal);  // cancels operation 4
   for (std::size_t i = 0; i < 4; ++i) {
-    if (!waits[i].watched) continue;
+    if (!waits[i].op) continue;
     waits[i].op->completable = true;
     try {
       (void)p->check_and_complete(static_cast<int>(i));
@@ -518,6 +511,7 @@ void async_scenario(Verdict& v) {
     const OutcomeWaitLedger& w = waits[i];
     if (!w.initiated) {
       v.expect(w.handler_calls == 0, "a refused wait called its handler");
+      v.expect(!w.op || !w.op->was_watched(), "a refused wait left its operation watched");
       continue;
     }
     if (w.handler_calls != 1) {
@@ -529,10 +523,12 @@ void async_scenario(Verdict& v) {
       continue;  // the coroutine's co_await could not start its wait: it threw, once
     }
     if (i == 1 && w.aborted) continue;  // broken_promise, above
-    if (i == 4) {
-      v.expect(w.aborted || w.got != Outcome::pending, "the stopped wait got neither");
-    } else if (w.handler_calls == 1) {
-      v.expect(!w.aborted && w.got == w.op->outcome(), "a wait got another outcome than its op");
+    if (w.handler_calls == 1) {
+      v.expect(w.got == w.op->outcome(), "a wait got another outcome than its operation");
+      v.expect(w.aborted == (w.got == Outcome::cancelled), "operation_aborted without cancelled");
+    }
+    if (i == 4 && w.handler_calls == 1) {
+      v.expect(w.got == Outcome::cancelled, "the cancelled wait got another outcome");
     }
   }
   v.expect(p->watched() == 0, "watched() is not 0 after shutdown()");
@@ -559,7 +555,7 @@ void delayed_future_scenario(Verdict& v) {
   }
   struct Call {
     bool returned = false;
-    boost::intrusive_ptr<DelayedFuture<int>> op;
+    purgatory::Ref<DelayedFuture<int>> op;
     int callbacks = 0;
     Outcome got = Outcome::pending;
   };
@@ -624,8 +620,8 @@ TEST_CASE(
   reports.push_back(run_sweep("purgatory: watch/check/force/expire/cancel_for_key/shutdown",
                               &purgatory_scenario));
   reports.push_back(
-      run_sweep("async_wait_outcome: handler, use_future, use_awaitable, "
-                "redirect_error, stop_token",
+      run_sweep("async_watch: handler, use_future, use_awaitable, "
+                "redirect_error, a cancellation slot",
                 &async_scenario));
   reports.push_back(
       run_sweep("DelayedFuture: completed, expired, shut down", &delayed_future_scenario));

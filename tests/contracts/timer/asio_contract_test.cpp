@@ -17,7 +17,6 @@
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
-using purgatory::AsioDriver;
 using purgatory::AsioExecutor;
 using purgatory::ManualClock;
 using purgatory::Nanos;
@@ -29,14 +28,11 @@ using purgatory::test::CountingTask;
 
 namespace {
 
-// A timer driven from `io` with no thread of its own (the README's "Asio server" set-up).
-struct AsioTimer {
-  explicit AsioTimer(const char* name = "asio")
-      : timer(TimerOptions{.name = name,
-                           .executor = std::make_shared<AsioExecutor>(io.get_executor()),
-                           .driver = TimerOptions::Driver::external}) {}
+// An io_context and an AsioTimer on it.
+struct OnIo {
+  explicit OnIo(const char* name = "asio") : timer(io, TimerOptions{.name = name}) {}
   boost::asio::io_context io;
-  SystemTimer timer;
+  purgatory::AsioTimer timer;
 };
 
 }  // namespace
@@ -70,21 +66,22 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "asio.hpp: AsioDriver refuses a timer whose clock is not SteadyClock with "
-    "std::invalid_argument") {
+    "asio.hpp: AsioTimer refuses a clock that is not a SteadyClock, and an executor of the "
+    "caller's, with std::invalid_argument") {
   ManualClock clock;
   boost::asio::io_context io;
-  SystemTimer timer(TimerOptions{.clock = &clock, .driver = TimerOptions::Driver::external});
-  CHECK_THROWS_WITH_AS(AsioDriver(io.get_executor(), timer), doctest::Contains("SteadyClock"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(purgatory::AsioTimer(io, TimerOptions{.clock = &clock}),
+                       doctest::Contains("SteadyClock"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      purgatory::AsioTimer(io, TimerOptions{.executor = std::make_shared<AsioExecutor>(
+                                                io.get_executor())}),
+      doctest::Contains("executor"), std::invalid_argument);
 }
 
 TEST_CASE(
-    "asio.hpp: AsioDriver drives the timer from the io_context with no timer thread: 40 tasks "
-    "run once, none early, on the io_context's thread, io.run() returns once nothing is "
-    "pending") {
-  AsioTimer a("drv40");
-  AsioDriver driver(a.io.get_executor(), a.timer);
+    "asio.hpp: AsioTimer runs on the io_context with no timer thread: 40 tasks run once, none "
+    "early, on the io_context's thread, io.run() returns once nothing is pending") {
+  OnIo a("drv40");
   if (const auto names = purgatory::contract::process_thread_names()) {
     CHECK(names->count("reaper-drv40") == 0);
     CHECK(names->count("exec-drv40") == 0);
@@ -118,9 +115,10 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("asio.hpp: an add() that brings an earlier deadline re-arms the driver's wait") {
-  AsioTimer a;
-  auto driver = std::make_unique<AsioDriver>(a.io.get_executor(), a.timer);
+TEST_CASE(
+    "asio.hpp: an add() that brings an earlier deadline re-arms the wait, and cancelling the last "
+    "task lets io.run() return by itself") {
+  OnIo a;
   auto distant = purgatory::make_task<CountingTask>();
   a.timer.add(distant, 5s);
   std::thread io_thread([&] { a.io.run(); });
@@ -131,16 +129,14 @@ TEST_CASE("asio.hpp: an add() that brings an earlier deadline re-arms the driver
   REQUIRE(ran.wait());
   CHECK(std::chrono::steady_clock::now() - added < 4s);  // long before the 5 s wait ended
   CHECK(distant->runs == 0);
-  distant->cancel();
-  boost::asio::post(a.io, [&] { driver.reset(); });  // stop driving: io.run() may return
+  CHECK(distant->cancel());  // nothing pending: no wait stays armed, so io.run() returns
   io_thread.join();
 }
 
 TEST_CASE(
     "asio.hpp: the io_context may be run by several threads: 2 threads, 200 tasks, each runs "
     "once, none early") {
-  AsioTimer a;
-  AsioDriver driver(a.io.get_executor(), a.timer);
+  OnIo a;
   std::mt19937_64 rng(29);
   std::vector<std::chrono::steady_clock::time_point> due(200);
   std::vector<std::atomic<int>> runs(200);
@@ -164,19 +160,19 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "asio.hpp: destroying the driver stops driving: io.run() is not kept busy and the pending "
+    "asio.hpp: destroying the AsioTimer stops driving: io.run() is not kept busy and the pending "
     "task does not run") {
-  AsioTimer a;
+  boost::asio::io_context io;
   auto task = purgatory::make_task<CountingTask>();
   {
-    AsioDriver driver(a.io.get_executor(), a.timer);
-    a.timer.add(task, 2s);
-    a.io.poll();  // the driver armed its wait for 2 s
+    purgatory::AsioTimer timer(io);
+    timer.add(task, 2s);
+    io.poll();  // the driver armed its wait for 2 s
   }
   const auto started = std::chrono::steady_clock::now();
-  a.io.run();  // the armed wait is cancelled: returns without waiting for the task
+  io.restart();
+  io.run();  // the armed wait is cancelled: returns without waiting for the task
   CHECK(std::chrono::steady_clock::now() - started < 1500ms);
   CHECK(task->runs == 0);
-  CHECK(task->is_pending());
-  a.timer.close();
+  CHECK_FALSE(task->is_pending());  // handed back by the timer's close()
 }

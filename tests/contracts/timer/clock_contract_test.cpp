@@ -14,7 +14,7 @@
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
-using purgatory::ClockWaiter;
+using purgatory::detail::ClockWaiter;
 using purgatory::ManualClock;
 using purgatory::Nanos;
 using purgatory::SteadyClock;

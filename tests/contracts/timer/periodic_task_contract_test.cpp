@@ -169,7 +169,7 @@ TEST_CASE(
     "with a first run due at once: the new schedule's first run follows the end of that run") {
   ManualTimer m;  // inline executor: a run due at once would run inside the current one
   Overlap overlap;
-  boost::intrusive_ptr<PeriodicTask> task;
+  purgatory::Ref<PeriodicTask> task;
   std::vector<Nanos> at;
   bool pending_after_start = true;
   task = purgatory::make_periodic([&] {
@@ -194,7 +194,7 @@ TEST_CASE(
     "periodic_task.hpp: start() from the task's own run with a later first deadline: the new "
     "schedule's first run is at that deadline, then one every period") {
   ManualTimer m;
-  boost::intrusive_ptr<PeriodicTask> task;
+  purgatory::Ref<PeriodicTask> task;
   std::vector<Nanos> at;
   task = purgatory::make_periodic([&] {
     at.push_back(m.clock.now());
@@ -402,7 +402,7 @@ TEST_CASE(
     "periodic_task.hpp: cancel() from inside the task's own run is safe: that run finishes, no "
     "later one starts") {
   ManualTimer m;
-  boost::intrusive_ptr<PeriodicTask> task;
+  purgatory::Ref<PeriodicTask> task;
   int runs = 0;
   task = purgatory::make_periodic([&] {
     if (++runs == 3) (void)task->cancel();

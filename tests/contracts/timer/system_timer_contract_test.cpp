@@ -24,7 +24,7 @@
 
 using namespace std::chrono_literals;
 using purgatory::Clock;
-using purgatory::ClockWaiter;
+using purgatory::detail::ClockWaiter;
 using purgatory::ExpiredBatch;
 using purgatory::ManualClock;
 using purgatory::Nanos;
@@ -937,7 +937,7 @@ TEST_CASE(
     SystemTimer timer(
         TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.2, .max_pause = 50us});
-    std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+    std::vector<purgatory::Ref<CountingTask>> tasks;
     for (int i = 0; i < 64; ++i)
       tasks.push_back(purgatory::make_task<CountingTask>());
     std::atomic<int> scheduled{0};  // adds and successful reschedules

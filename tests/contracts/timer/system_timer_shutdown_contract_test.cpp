@@ -69,7 +69,7 @@ TEST_CASE(
     "refuses adds with Reason::closed, and later calls return an empty vector") {
   ManualTimer m;
   std::set<const TimerTask*> added;
-  std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+  std::vector<purgatory::Ref<CountingTask>> tasks;
   for (int i = 0; i < 10; ++i) {
     tasks.push_back(purgatory::make_task<CountingTask>());
     m.timer.add(tasks.back(), std::chrono::milliseconds(1 + i * 40));  // several levels
@@ -162,7 +162,7 @@ TEST_CASE(
     SystemTimer timer(TimerOptions{.name = "outcomes"});  // reaper + own executor
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 100us});
     constexpr int kTasks = 150;
-    std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+    std::vector<purgatory::Ref<CountingTask>> tasks;
     for (int i = 0; i < kTasks; ++i) {
       tasks.push_back(purgatory::make_task<CountingTask>());
       timer.add(tasks.back(), Nanos{static_cast<Nanos::rep>(rng() % 12'000'000)});
@@ -216,7 +216,7 @@ void adds_racing_the_end(const char* name, End end) {
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 50us});
     constexpr int kThreads = 4;
     constexpr int kPerThread = 100;
-    std::vector<boost::intrusive_ptr<CountingTask>> tasks(kThreads * kPerThread);
+    std::vector<purgatory::Ref<CountingTask>> tasks(kThreads * kPerThread);
     std::vector<char> accepted(tasks.size(), 0);
     for (auto& t : tasks)
       t = purgatory::make_task<CountingTask>();
@@ -304,7 +304,7 @@ TEST_CASE(
     timer.advance_clock(Nanos::zero());
   }
   REQUIRE(beat->run_count() == 3);
-  std::vector<boost::intrusive_ptr<CountingTask>> tasks;
+  std::vector<purgatory::Ref<CountingTask>> tasks;
   for (int i = 0; i < 30; ++i) {
     tasks.push_back(purgatory::make_task<CountingTask>());
     timer.add(tasks.back(), std::chrono::milliseconds(1 + i));

@@ -299,7 +299,7 @@ TEST_CASE(
     for (int o = 0; o < kOwners; ++o) {
       owners.emplace_back([&, o] {
         std::mt19937_64 rng(seed + static_cast<std::uint64_t>(o));
-        std::vector<boost::intrusive_ptr<Outcome>> tasks;
+        std::vector<purgatory::Ref<Outcome>> tasks;
         std::vector<int> cancelled(kTasksPerOwner, 0);
         for (int i = 0; i < kTasksPerOwner; ++i)
           tasks.push_back(purgatory::make_task<Outcome>());

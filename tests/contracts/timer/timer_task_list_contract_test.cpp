@@ -1,6 +1,6 @@
 // Contract tests for purgatory/timer/timer_task_list.hpp: one test per promise
 // (docs/contracts.md).
-#include "purgatory/timer/timer_task_list.hpp"
+#include "purgatory/timer/detail/timer_task_list.hpp"
 
 #include <cstddef>
 #include <map>
@@ -14,7 +14,7 @@
 
 using purgatory::TaskRef;
 using purgatory::TimerTask;
-using purgatory::TimerTaskList;
+using purgatory::detail::TimerTaskList;
 using purgatory::test::CountingTask;
 
 namespace {

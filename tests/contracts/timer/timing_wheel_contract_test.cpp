@@ -1,5 +1,5 @@
 // Contract tests for purgatory/timer/timing_wheel.hpp: one test per promise (docs/contracts.md).
-#include "purgatory/timer/timing_wheel.hpp"
+#include "purgatory/timer/detail/timing_wheel.hpp"
 
 #include <cstdint>
 #include <map>
@@ -15,8 +15,8 @@
 
 using purgatory::TaskRef;
 using purgatory::TimerTask;
-using purgatory::TimerTaskList;
-using purgatory::TimingWheel;
+using purgatory::detail::TimerTaskList;
+using purgatory::detail::TimingWheel;
 using purgatory::test::CountingTask;
 
 namespace {
