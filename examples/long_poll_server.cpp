@@ -14,12 +14,12 @@
 // known path with the wrong method 405.
 //
 // While a wait is parked the connection keeps reading: bytes of a pipelined request are kept for
-// later, and the end of the stream (the client hung up) requests a stop that withdraws the
-// operation from the purgatory (async_wait_outcome with a std::stop_token): it leaves its key at
-// once, long before its timeout, and counts in the purgatory's cancelled total.
+// later, and the end of the stream (the client hung up) emits the wait's cancellation slot, which
+// cancels the operation: it leaves its key at once, long before its timeout, and counts in the
+// purgatory's cancelled total.
 //
-// One thread runs everything: the io_context drives the purgatory's timer (AsioDriver) and runs its
-// expirations (AsioExecutor), so no lock is ever contended.
+// One thread runs everything: the purgatory's timer is an AsioTimer, which runs on the io_context
+// (its expirations are handlers there), so no lock is ever contended.
 //
 //   long_poll_server [--port N]   serves on 127.0.0.1:N (default 0: the OS picks; the first line
 //                                 printed says which), logging each request's outcome
@@ -47,11 +47,12 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <stop_token>
 #include <string>
 #include <string_view>
 #include <variant>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -63,8 +64,6 @@
 #include <boost/beast/http.hpp>
 
 #include "purgatory/asio.hpp"
-#include "purgatory/delayed_operation_purgatory.hpp"
-#include "purgatory/timer/asio.hpp"
 
 namespace {
 
@@ -79,8 +78,8 @@ using Clock = std::chrono::steady_clock;
 constexpr long kMaxTimeoutMs = 60'000;
 constexpr std::size_t kMaxBodyBytes = 64 * 1024;
 
-// The latest value published on each key, numbered so that a wait knows whether it is new to it.
-// Used on the io_context's thread only.
+// The latest value published on each key, numbered so that a wait knows whether it came after the
+// wait began. Used on the io_context's thread only.
 class Mailbox {
  public:
   struct Entry {
@@ -105,7 +104,7 @@ class Mailbox {
 // Its callbacks run on the io_context's thread, as everything here.
 class WaitForPublish final : public purgatory::DelayedOperation {
  public:
-  WaitForPublish(const Mailbox& mailbox, std::string key, purgatory::Nanos timeout)
+  WaitForPublish(const Mailbox& mailbox, std::string key, std::chrono::milliseconds timeout)
       : DelayedOperation(timeout),
         mailbox_(mailbox),
         key_(std::move(key)),
@@ -119,9 +118,8 @@ class WaitForPublish final : public purgatory::DelayedOperation {
     Mailbox::Entry e = mailbox_.latest(key_);
     if (e.sequence == seen_) return false;
     value_ = std::move(e.value);
-    return force_complete();
+    return true;  // the awaiting coroutine answers
   }
-  void on_complete() override {}  // the awaiting coroutine answers
 
  private:
   const Mailbox& mailbox_;
@@ -133,24 +131,11 @@ class WaitForPublish final : public purgatory::DelayedOperation {
 // Everything the connections share. Used on the io_context's thread only.
 struct Server {
   Server(asio::io_context& io, std::uint16_t port)
-      : timer(std::make_shared<purgatory::SystemTimer>(purgatory::TimerOptions{
-            .name = "long-poll",
-            .executor = std::make_shared<purgatory::AsioExecutor>(io.get_executor()),
-            .driver = purgatory::TimerOptions::Driver::external})),
-        driver(std::in_place, io.get_executor(), *timer),
-        waits(timer, options("waits")),
+      : timer(io, {.name = "long-poll"}),
+        waits(timer, {.name = "waits"}),
         acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), port)) {}
 
-  static purgatory::PurgatoryOptions options(std::string name) {
-    purgatory::PurgatoryOptions o;
-    o.name = std::move(name);
-    return o;
-  }
-
-  std::shared_ptr<purgatory::SystemTimer> timer;
-  // Reset by stop(): its wait stays armed for the last deadline it saw (a cancelled 30 s wait's,
-  // say), which would keep io_context::run() from returning until then.
-  std::optional<purgatory::AsioDriver> driver;
+  purgatory::AsioTimer timer;
   purgatory::DelayedOperationPurgatory<std::string> waits;
   Mailbox mailbox;
   tcp::acceptor acceptor;
@@ -161,7 +146,7 @@ struct Server {
   std::uint64_t bad_requests = 0;  // answered 400
 
   [[nodiscard]] std::string counters() const {
-    const purgatory::PurgatoryMetrics m = waits.metrics();
+    const auto m = waits.metrics();
     return fmt::format(
         "waiting {}\ncompleted {}\nexpired {}\nwithdrawn {}\nshut_down {}\nconnections {}\n"
         "requests {}\nbad_requests {}\n",
@@ -169,13 +154,12 @@ struct Server {
         connections, requests, bad_requests);
   }
 
-  // SIGINT/SIGTERM: no new connections, every parked wait gets Outcome::shut_down, and every
+  // SIGINT/SIGTERM: no more connections, every parked wait gets Outcome::shut_down, and every
   // connection stops reading (each closes after its answer, if it owes one).
   void stop() {
     stopping = true;
     acceptor.close();
     waits.shutdown();
-    driver.reset();
     for (tcp::socket* socket : sockets) {
       error_code ignored;
       socket->cancel(ignored);
@@ -263,14 +247,12 @@ std::variant<Params, Answer> parse_query(std::string_view query,
 
 // Keeps reading a connection while its request is parked: what the client sends meanwhile (a
 // pipelined request) stays in `buffer` for later; the end of the stream, or a reset, means it hung
-// up, and requests `hung_up`. finish() stops the read and returns once its handler has run.
+// up, and emits `hung_up`. finish() stops the read and returns once its handler has run.
 class HangUpWatch {
  public:
-  HangUpWatch(tcp::socket& socket, boost::beast::flat_buffer& buffer, std::stop_source hung_up)
-      : socket_(socket),
-        buffer_(buffer),
-        hung_up_(std::move(hung_up)),
-        done_(socket.get_executor()) {
+  HangUpWatch(tcp::socket& socket, boost::beast::flat_buffer& buffer,
+              asio::cancellation_signal& hung_up)
+      : socket_(socket), buffer_(buffer), hung_up_(hung_up), done_(socket.get_executor()) {
     done_.expires_at(asio::steady_timer::time_point::max());
     read();
   }
@@ -295,7 +277,7 @@ class HangUpWatch {
         read();
         if (reading_) return;
       } else if (ec != asio::error::operation_aborted) {
-        hung_up_.request_stop();  // finds the wait already done if it answered meanwhile
+        hung_up_.emit(asio::cancellation_type::terminal);  // nothing if it answered meanwhile
       }
       reading_ = false;
       done_.cancel();
@@ -304,30 +286,29 @@ class HangUpWatch {
 
   tcp::socket& socket_;
   boost::beast::flat_buffer& buffer_;
-  std::stop_source hung_up_;
-  asio::steady_timer done_;  // cancelled when the read ends: finish() waits on it
+  asio::cancellation_signal& hung_up_;  // used on the io_context's thread, as everything here
+  asio::steady_timer done_;             // cancelled when the read ends: finish() waits on it
   bool reading_ = false;
 };
 
 // Parks GET /wait in the purgatory until a publish, the timeout, or the client hanging up.
-// Nothing when the client hung up (the operation was withdrawn: nobody to answer).
+// Nothing when the client hung up (the operation was cancelled: nobody to answer).
 awaitable<std::optional<Answer>> long_poll(Server& server, tcp::socket& socket,
                                            boost::beast::flat_buffer& buffer, std::string key,
                                            std::chrono::milliseconds timeout) {
   const auto start = Clock::now();
-  const boost::intrusive_ptr<WaitForPublish> op(new WaitForPublish(server.mailbox, key, timeout));
-  server.waits.try_complete_else_watch(op, {key});
-
-  std::stop_source hung_up;
+  const auto op = purgatory::make_operation<WaitForPublish>(server.mailbox, key, timeout);
+  asio::cancellation_signal hung_up;
   HangUpWatch watch(socket, buffer, hung_up);
   error_code ec;
-  const purgatory::Outcome outcome = co_await purgatory::async_wait_outcome(
-      op, hung_up.get_token(), asio::redirect_error(use_awaitable, ec));
+  const purgatory::Outcome outcome = co_await server.waits.async_watch(
+      op, key,
+      asio::bind_cancellation_slot(hung_up.slot(), asio::redirect_error(use_awaitable, ec)));
   co_await watch.finish();
 
   const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   if (ec) {
-    log("wait key={}: withdrawn after {} ms: the client hung up", key, waited.count());
+    log("wait key={}: cancelled after {} ms: the client hung up", key, waited.count());
     co_return std::nullopt;
   }
   log("wait key={}: {} after {} ms", key, purgatory::to_string(outcome), waited.count());
@@ -499,7 +480,6 @@ int main(int argc, char** argv) {
 #else  // !BOOST_ASIO_HAS_CO_AWAIT
 
 int main() {
-  // clang 14 with libstdc++ and Boost 1.74: Asio only knows <experimental/coroutine> for clang.
   fmt::print(
       "long_poll_server: this compiler and Boost {}.{} give Asio no co_await support; skipped\n",
       BOOST_VERSION / 100000, BOOST_VERSION / 100 % 1000);
