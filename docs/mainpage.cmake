@@ -36,7 +36,11 @@ string(APPEND page "## Guides
   check-watch-check, its locks and memory, the threading model.
 - [Contracts](docs/contracts.md): every promise of a public header and the test that holds it.
 - [The live view](docs/live-view.md): the demo broker's page and the snapshot API behind it.
+- [Embedding](docs/embedding.md): install layouts, pkg-config, shared libraries, platforms.
+- [Performance](docs/performance.md): what the benchmarks measure and what the figures mean.
 - [Benchmarks](docs/benchmarks.md): every table and plot of the last report.
+- [Reliability](docs/reliability.md): what is tested, and how.
+- [demo_broker](docs/demo-broker.md): the Kafka apis it speaks, its options and metrics.
 - [Changelog](CHANGELOG.md): what each version added and changed.
 
 ## Reference
