@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "fuzz_script.hpp"
 #include "purgatory/delayed_operation.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory/errors.hpp"
@@ -59,24 +60,13 @@ using purgatory::OperationRef;
 using purgatory::Outcome;
 using purgatory::fuzz::check;
 using purgatory::fuzz::fail;
+using purgatory::fuzz::kUnit;
+using purgatory::fuzz::Script;
 
-constexpr std::int64_t kUnit = 250'000;  // ns: the script's time unit
 constexpr int kThreads = 3;
 constexpr int kOps = 8;
 constexpr int kKeys = 4;
 constexpr std::size_t kMaxSteps = 96;
-
-class Script {
- public:
-  Script(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  [[nodiscard]] bool done() const { return pos_ >= size_; }
-  std::uint8_t byte() { return pos_ < size_ ? data_[pos_++] : 0; }
-
- private:
-  const std::uint8_t* data_;
-  std::size_t size_;
-  std::size_t pos_ = 0;
-};
 
 // One operation of the run, with what its callbacks saw. Thread-safe.
 class FuzzOperation final : public DelayedOperation {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "fuzz_script.hpp"
 #include "purgatory/delayed_operation.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory/errors.hpp"
@@ -52,32 +53,13 @@ using purgatory::SystemTimer;
 using purgatory::TimerTask;
 using purgatory::fuzz::check;
 using purgatory::fuzz::fail;
+using purgatory::fuzz::kUnit;
+using purgatory::fuzz::Script;
 
-constexpr std::int64_t kUnit = 250'000;  // ns: the script's time unit
 constexpr int kTasks = 6;
 constexpr int kOps = 6;
 constexpr int kKeys = 4;
 constexpr std::size_t kMaxSteps = 400;
-
-// Reads the script front to back; past the end every byte is 0.
-class Script {
- public:
-  Script(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  [[nodiscard]] bool done() const { return pos_ >= size_; }
-  std::uint8_t byte() { return pos_ < size_ ? data_[pos_++] : 0; }
-  // 0..247 units, or a 16-bit count of units after an escape byte (up to ~16 s).
-  std::int64_t duration() {
-    const std::uint8_t b = byte();
-    if (b < 0xF8) return b * kUnit;
-    const auto hi = static_cast<std::int64_t>(byte());
-    return ((hi << 8) | byte()) * kUnit;
-  }
-
- private:
-  const std::uint8_t* data_;
-  std::size_t size_;
-  std::size_t pos_ = 0;
-};
 
 class Harness;
 

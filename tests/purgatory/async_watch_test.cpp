@@ -111,7 +111,7 @@ TEST_CASE(
   CHECK(op->outcome() == Outcome::cancelled);
   CHECK(op->completions == 1);
   CHECK(p.purgatory.watched() == 0);
-  CHECK(p.manual.timer->size() == 0);
+  CHECK(p.manual.timer.size() == 0);
   CHECK(p.purgatory.metrics().cancelled_total == 1);
   op->completable = true;
   CHECK(p.purgatory.check_and_complete(1) == 0);

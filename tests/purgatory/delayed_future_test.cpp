@@ -11,7 +11,7 @@ namespace purgatory::test {
 namespace {
 
 TEST_CASE("delayed future: completes when all 3 futures are done - on the last one's thread") {
-  SharedManualTimer manual;
+  ManualTimer manual;
   DelayedFuturePurgatory<int> purgatory(manual.timer);
   std::vector<Promise<int>> promises(3);
   std::vector<SharedFuture<int>> futures;
@@ -35,11 +35,11 @@ TEST_CASE("delayed future: completes when all 3 futures are done - on the last o
   CHECK(seen == Outcome::completed);
   CHECK(sum == 6);
   CHECK(purgatory.num_delayed() == 0);
-  CHECK(manual.timer->size() == 0);
+  CHECK(manual.timer.size() == 0);
 }
 
 TEST_CASE("delayed future: expires after 100 ms if one future never completes") {
-  SharedManualTimer manual;
+  ManualTimer manual;
   DelayedFuturePurgatory<int> purgatory(manual.timer);
   Promise<int> done;
   Promise<int> never;
@@ -57,7 +57,7 @@ TEST_CASE("delayed future: expires after 100 ms if one future never completes") 
 }
 
 TEST_CASE("delayed future: futures already done complete it at once and errors are delivered") {
-  SharedManualTimer manual;
+  ManualTimer manual;
   DelayedFuturePurgatory<int> purgatory(manual.timer);
   Promise<int> ok;
   Promise<int> failed;

@@ -69,11 +69,11 @@ TEST_CASE("force_complete on a watched operation removes it from every key and t
   auto op = mock(1s);
   p.purgatory.try_complete_else_watch(op, {1, 2, 3, 4});
   CHECK(p.purgatory.watched() == 4);
-  CHECK(p.manual.timer->size() == 1);
+  CHECK(p.manual.timer.size() == 1);
   CHECK(op->force_complete());
   CHECK(p.purgatory.watched() == 0);
   CHECK(p.purgatory.num_delayed() == 0);
-  CHECK(p.manual.timer->size() == 0);
+  CHECK(p.manual.timer.size() == 0);
   p.advance(2s);
   CHECK(op->completions == 1);
   CHECK(op->expirations == 0);
@@ -85,12 +85,12 @@ TEST_CASE("an operation already completed is not watched") {
   op->force_complete();
   CHECK_FALSE(p.purgatory.try_complete_else_watch(op, {1}));
   CHECK(p.purgatory.watched() == 0);
-  CHECK(p.manual.timer->size() == 0);
+  CHECK(p.manual.timer.size() == 0);
 }
 
 TEST_CASE(
     "shutdown: every waiting operation gets exactly one outcome and later calls are refused") {
-  auto manual = std::make_unique<SharedManualTimer>();
+  auto manual = std::make_unique<ManualTimer>();
   DelayedOperationPurgatory<int> purgatory(manual->timer);
   std::vector<MockRef> ops;
   for (int i = 0; i < 10; ++i) {
@@ -112,7 +112,7 @@ TEST_CASE(
   }
   CHECK(purgatory.watched() == 0);
   CHECK(purgatory.num_delayed() == 0);
-  CHECK(manual->timer->size() == 0);
+  CHECK(manual->timer.size() == 0);
   const auto m = purgatory.metrics();
   CHECK(m.expired_total == 3);
   CHECK(m.shut_down_total == 7);
@@ -201,7 +201,7 @@ TEST_CASE("callback exceptions go to on_callback_error with the callback's name"
 
 TEST_CASE("a timeout the timer refuses (max_pending 1) expires the operation at once") {
   ManualClock clock;
-  TimerOptions to = SharedManualTimer::options(clock);
+  TimerOptions to = ManualTimer::options(clock);
   to.max_pending = 1;
   auto timer = std::make_shared<SystemTimer>(to);
   DelayedOperationPurgatory<int> purgatory(timer);

@@ -45,11 +45,11 @@ struct Flush final : TimerTask {
 };
 
 TEST_CASE("0.1 names: tasks in boost::intrusive_ptr, add() and add_at() taking them") {
-  SharedManualTimer m;
+  ManualTimer m;
   boost::intrusive_ptr<Flush> flush(new Flush);  // 0.1: make_task<T>() returned this type
   boost::intrusive_ptr<Flush> made = make_task<Flush>();
-  m.timer->add(flush, 1ms);
-  m.timer->add_at(made, m.clock.now() + 1ms);
+  m.timer.add(flush, 1ms);
+  m.timer.add_at(made, m.clock.now() + 1ms);
   boost::intrusive_ptr<PeriodicTask> beat = make_periodic([] {});
   CHECK(beat);
   m.advance(1ms);

@@ -100,7 +100,7 @@ TEST_CASE(
   CHECK(p.purgatory.check_and_complete("test1") == 1);
   CHECK(p.purgatory.num_delayed() == 0);
   CHECK(p.purgatory.watched() == 0);
-  CHECK(p.manual.timer->size() == 0);  // completed operations left the wheel too
+  CHECK(p.manual.timer.size() == 0);  // completed operations left the wheel too
 }
 
 TEST_CASE("cancel_for_key on a key with 2 operations returns 2 and leaves the others") {
@@ -116,7 +116,7 @@ TEST_CASE("cancel_for_key on a key with 2 operations returns 2 and leaves the ot
   CHECK(p.purgatory.num_delayed() == 1);
   CHECK(p.purgatory.watched() == 1);
   CHECK(p.purgatory.cancel_for_key("key").empty());
-  CHECK(p.manual.timer->size() == 1);  // their timeouts were cancelled
+  CHECK(p.manual.timer.size() == 1);  // their timeouts were cancelled
   for (const auto& op : cancelled)
     CHECK_FALSE(op->is_completed());
   CHECK(p.purgatory.metrics().cancelled_total == 2);
@@ -260,7 +260,7 @@ TEST_CASE("the operation's lock is held while try_complete runs and checks never
       CHECK(op->lock_held_in_try);
     }
     CHECK(p.purgatory.watched() == 0);
-    CHECK(p.manual.timer->size() == 0);
+    CHECK(p.manual.timer.size() == 0);
   }
 }
 

@@ -20,18 +20,6 @@
 namespace purgatory::test {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // The process's resident memory once glibc's malloc gave its free memory back (malloc_trim), from
 // /proc: Linux with glibc only, nullopt elsewhere (the test then checks the counts only).
 std::optional<long> trimmed_rss_bytes() {
@@ -92,7 +80,7 @@ TEST_CASE("memory: 1000000 operations on 4 keys each completed through one key l
     // No purge interval: the other three keys let go at completion.
     CHECK(p.purgatory.watched() == 0);
     CHECK(p.purgatory.num_delayed() == 0);
-    CHECK(p.manual.timer->size() == 0);
+    CHECK(p.manual.timer.size() == 0);
   };
 
   const std::optional<long> before_warm_up = trimmed_rss_bytes();

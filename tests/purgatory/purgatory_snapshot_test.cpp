@@ -127,7 +127,7 @@ struct CountingHash {
 };
 
 TEST_CASE("snapshot: runs no Hash and no callback, callable from try_complete and on_complete") {
-  SharedManualTimer manual;
+  ManualTimer manual;
   manual.advance(1s);
   DelayedOperationPurgatory<std::string, CountingHash> purgatory(manual.timer);
   std::size_t seen_in_try = 0;

@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "purgatory/delayed_operation.hpp"
-#include "../support/operation_timeout.hpp"
+#include "manual_timer.hpp"
+#include "operation_timeout.hpp"
+#include "sanitizers.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory/timer/system_timer.hpp"
 
@@ -21,36 +23,12 @@ using testing::timeout_task;
 
 using namespace std::chrono_literals;
 
-// A timer driven by hand, tasks run inline on the thread that calls advance(); held by shared_ptr,
-// as a purgatory takes it. Not timer_test_support.hpp's ManualTimer (which holds its timer by
-// value): two suites link both helpers, so their names must differ (one definition rule;
-// tests/support/helpers_compile_together.cpp keeps it so).
-struct SharedManualTimer {
-  SharedManualTimer() : timer(std::make_shared<SystemTimer>(options(clock))) {}
-
-  static TimerOptions options(const ManualClock& c) {
-    TimerOptions o;
-    o.name = "manual";
-    o.clock = &c;
-    o.executor = std::make_shared<InlineExecutor>();
-    o.driver = TimerOptions::Driver::external;
-    return o;
-  }
-  void advance(Nanos by) {
-    clock.advance(by);
-    timer->advance_clock(Nanos::zero());
-  }
-
-  ManualClock clock;
-  std::shared_ptr<SystemTimer> timer;
-};
-
 template <class Key = std::string>
 struct ManualPurgatory {
   explicit ManualPurgatory(PurgatoryOptions options = {}) : purgatory(manual.timer, options) {}
   void advance(Nanos by) { manual.advance(by); }
 
-  SharedManualTimer manual;
+  ManualTimer manual;
   DelayedOperationPurgatory<Key> purgatory;
 };
 

@@ -27,14 +27,7 @@
 
 #include "timer_test_support.hpp"
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define PURGATORY_TEST_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define PURGATORY_TEST_TSAN 1
-#endif
+#include "sanitizers.hpp"
 
 namespace purgatory::test {
 namespace {

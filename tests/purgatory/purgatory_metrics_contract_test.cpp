@@ -10,7 +10,7 @@
 
 #include <doctest/doctest.h>
 
-#include "../../purgatory/purgatory_test_support.hpp"
+#include "purgatory_test_support.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory_contract_support.hpp"
 

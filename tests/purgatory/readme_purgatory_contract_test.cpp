@@ -14,7 +14,7 @@
 
 #include <doctest/doctest.h>
 
-#include "../../purgatory/purgatory_test_support.hpp"
+#include "purgatory_test_support.hpp"
 #include "purgatory_contract_support.hpp"
 
 using namespace std::chrono_literals;
@@ -108,7 +108,7 @@ TEST_CASE(
     use_every_shard();
     errors.fetch_add(1);
   };
-  SharedManualTimer manual;
+  ManualTimer manual;
   DelayedOperationPurgatory<std::string> purgatory(manual.timer, options);
   fetches = &purgatory;
   std::atomic<bool> throw_once{false};
@@ -146,7 +146,7 @@ TEST_CASE(
 TEST_CASE(
     "README: a DelayedOperation subclass (try_complete, on_complete, on_expiration, as in Kafka) "
     "and a purgatory sharing the application's timer") {
-  SharedManualTimer manual;  // the timer a server would share between its purgatories
+  ManualTimer manual;  // the timer a server would share between its purgatories
   PurgatoryOptions produce_options;
   produce_options.name = "produce";
   PurgatoryOptions fetch_options;

@@ -1,5 +1,5 @@
-// Issue 11: SystemTimer promises that did not hold (the timer half of item 1; batch order, delay 0
-// at max_pending and drain()'s reason, from the "also surprising" list).
+// SystemTimer promises that once did not hold (the longest delay, batch order, a task due at once
+// at max_pending, drain()'s reason): each test fails with its fix reverted.
 #include "purgatory/timer/system_timer.hpp"
 
 #include <atomic>
@@ -10,7 +10,7 @@
 
 #include <doctest/doctest.h>
 
-#include "../../timer/timer_test_support.hpp"
+#include "timer_test_support.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
@@ -22,7 +22,7 @@ using purgatory::test::ManualTimer;
 using purgatory::test::RaceSchedule;
 
 TEST_CASE(
-    "regression (issue 11.1): add_at(now + kMaxDelay) is accepted while the wheel's clock lags "
+    "regression: add_at(now + kMaxDelay) is accepted while the wheel's clock lags "
     "the real one") {
   ManualTimer m;
   auto distant = purgatory::make_task<CountingTask>();
@@ -40,7 +40,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11): ExpiredBatch runs tasks of an earlier tick before those of a later "
+    "regression: ExpiredBatch runs tasks of an earlier tick before those of a later "
     "tick") {
   ManualTimer m;
   std::vector<int> order;
@@ -54,7 +54,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11): max_pending bounds the wheel: a task due at once is accepted at the "
+    "regression: max_pending bounds the wheel: a task due at once is accepted at the "
     "limit and runs") {
   ManualTimer m(1ms, 20, /*max_pending=*/2);
   auto a = purgatory::make_task<CountingTask>();
@@ -75,7 +75,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11): drain(): a task run by the executor while drain() closes the timer "
+    "regression: drain(): a task run by the executor while drain() closes the timer "
     "is refused with Reason::draining, after drain() returned, Reason::closed") {
   // The timer's own ThreadExecutor: drain() waits for the wheel to empty, close() then lets the
   // executor finish the tasks that already expired. The first of them holds the executor until

@@ -498,3 +498,29 @@ TEST_CASE(
 }
 #endif  // __cpp_lib_jthread
 #endif
+
+TEST_CASE(
+    "async.hpp: async_wait with a plain lambda runs the handler on Asio's "
+    "system executor, bound to an io_context it keeps run() busy until it completes") {
+  SystemTimer timer;  // real clock, its own threads
+  Signal called;
+  std::atomic<bool> on_caller{true};
+  const auto caller = std::this_thread::get_id();
+  purgatory::async_wait(timer, 1ms, [&](boost::system::error_code ec) {
+    CHECK(!ec);
+    on_caller = std::this_thread::get_id() == caller;
+    called.set();
+  });
+  REQUIRE(called.wait());
+  CHECK_FALSE(on_caller.load());
+
+  boost::asio::io_context io;
+  std::atomic<bool> bound_called{false};
+  purgatory::async_wait(timer, 20ms, boost::asio::bind_executor(io, [&](boost::system::error_code ec) {
+               CHECK(!ec);
+               bound_called = true;
+             }));
+  io.run();  // returns only once the handler ran
+  CHECK(bound_called.load());
+  timer.close();
+}

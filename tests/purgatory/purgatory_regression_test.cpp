@@ -1,4 +1,6 @@
-// Issue 11, items 1, 3, 4, 7 and 8, and a key listed twice: DelayedOperationPurgatory promises.
+// DelayedOperationPurgatory promises that once did not hold (the longest timeout, refused and
+// failed watches, shutdown() and its callbacks, cancel_for_key(), re-entrant checks, a key listed
+// twice): each test fails with its fix reverted.
 #include "purgatory/delayed_operation_purgatory.hpp"
 
 #include <atomic>
@@ -8,8 +10,8 @@
 
 #include <doctest/doctest.h>
 
-#include "../../purgatory/purgatory_test_support.hpp"
-#include "../contract_support.hpp"
+#include "purgatory_test_support.hpp"
+#include "contract_support.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
@@ -20,7 +22,7 @@ namespace {
 using contract::Signal;
 
 TEST_CASE(
-    "regression (issue 11.1): a timeout of SystemTimer::kMaxDelay is accepted while the timer's "
+    "regression: a timeout of SystemTimer::kMaxDelay is accepted while the timer's "
     "wheel lags the clock") {
   ManualPurgatory<int> p;
   auto keep_busy = mock(1h);
@@ -37,14 +39,14 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11.1): an exception from the timer after the keys were linked leaves "
+    "regression: an exception from the timer after the keys were linked leaves "
     "nothing behind, and a retry after it is sound (no use-after-free)") {
   ManualPurgatory<int> p;
   // The operation is a TimerTask already pending in another timer: the purgatory's add_at()
   // throws std::invalid_argument after linking its keys.
-  SharedManualTimer other;
+  ManualTimer other;
   auto op = mock(1s);
-  other.timer->add(timeout_task(*op), 1h);
+  other.timer.add(timeout_task(*op), 1h);
   CHECK_THROWS_AS(p.purgatory.try_complete_else_watch(op, {1, 2, 3}), std::invalid_argument);
   CHECK(p.purgatory.watched() == 0);
   CHECK(p.purgatory.num_delayed() == 0);
@@ -66,7 +68,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11.3): a try_complete_else_watch() refused by a concurrent shutdown() "
+    "regression: a try_complete_else_watch() refused by a concurrent shutdown() "
     "gets no outcome and no callback") {
   // One shard: shutdown() closes it between the watch's first and second key, then finds the
   // operation through the first key and waits for its lock; the watch fails on the second key
@@ -98,7 +100,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11.3): shutdown() racing try_complete_else_watch(): a refused call never "
+    "regression: shutdown() racing try_complete_else_watch(): a refused call never "
     "gets an outcome, an accepted one exactly one (seeded schedule, 300 rounds)") {
   int refused = 0;
   int accepted = 0;
@@ -157,10 +159,10 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11.4): shutdown() returns only after the callbacks of an operation "
+    "regression: shutdown() returns only after the callbacks of an operation "
     "already expiring on another thread have run (shared timer)") {
   for (int round = 0; round < 3; ++round) {
-    SharedManualTimer manual;
+    ManualTimer manual;
     DelayedOperationPurgatory<int> purgatory(manual.timer);
     std::atomic<bool> callback_done{false};
     Signal in_callback;
@@ -188,7 +190,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11.4): shutdown() called from an operation's own callback does not wait "
+    "regression: shutdown() called from an operation's own callback does not wait "
     "for itself") {
   ManualPurgatory<int> p;
   auto other = mock(1s);
@@ -209,7 +211,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11.7): an operation cancel_for_key() handed back is never completed by a "
+    "regression: an operation cancel_for_key() handed back is never completed by a "
     "check already under way, its owner's force_complete() wins") {
   ManualPurgatory<int> p;
   auto op = mock(1s);
@@ -238,7 +240,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11.7): cancel_for_key() racing checks (seeded schedule, 300 rounds): "
+    "regression: cancel_for_key() racing checks (seeded schedule, 300 rounds): "
     "every handed-back operation is completed by its caller, exactly once") {
   int handed = 0;
   for (std::uint64_t round = 0; round < 300; ++round) {
@@ -289,7 +291,7 @@ class SelfChecking final : public DelayedOperation {
 };
 
 TEST_CASE(
-    "regression (issue 11.8): a try_complete() that checks a key watching its own operation "
+    "regression: a try_complete() that checks a key watching its own operation "
     "runs a bounded number of times") {
   ManualPurgatory<int> p;
   purgatory::Ref<SelfChecking> op(new SelfChecking(p.purgatory, 1));
@@ -304,7 +306,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11.8): two operations whose try_complete() checks the other's key run a "
+    "regression: two operations whose try_complete() checks the other's key run a "
     "bounded number of times") {
   ManualPurgatory<int> p;
   purgatory::Ref<SelfChecking> a(new SelfChecking(p.purgatory, 2));
@@ -320,7 +322,7 @@ TEST_CASE(
   CHECK(timeout_pending(*b));
 }
 
-TEST_CASE("regression (issue 11): a key listed twice in one watch is watched once") {
+TEST_CASE("regression: a key listed twice in one watch is watched once") {
   ManualPurgatory<int> p;
   auto op = mock(1s);
   p.purgatory.try_complete_else_watch(op, {7, 7, 8, 7});

@@ -1,6 +1,6 @@
-// Issue 24, items 1-5: promises the contract suite found broken when tried as a new user would.
-// Each test fails with its fix reverted (item 4 was the header's mistake: its test pins the
-// rounding the header now states).
+// SystemTimer promises that once did not hold: drain() waits for the executor, wheel_snapshot()'s
+// cost does not grow with a base's lag, TimerOptions::bases rounds up to a power of two, and
+// close()/drain() of many bases. Each test fails with its fix reverted.
 #include "purgatory/timer/system_timer.hpp"
 
 #include <algorithm>
@@ -16,8 +16,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
-#include "../contract_support.hpp"
-#include "purgatory/delayed_operation_purgatory.hpp"
+#include "contract_support.hpp"
 #include "purgatory/timer/asio.hpp"
 #include "purgatory/timer/detail/thread_slot.hpp"
 #include "purgatory/timer/periodic_task.hpp"
@@ -36,7 +35,7 @@ constexpr const char* kDrainWaitsForExecutor =
 // A timer on a manual clock, driven from outside, whose expired tasks go to `executor`.
 TimerOptions manual_options(const ManualClock& clock, std::shared_ptr<Executor> executor,
                             std::size_t bases = 1) {
-  return TimerOptions{.name = "i24",
+  return TimerOptions{.name = "drain",
                       .tick = 1ms,
                       .wheel_size = 20,
                       .clock = &clock,
@@ -76,14 +75,14 @@ void drain_waits_for(const std::shared_ptr<Executor>& executor,
 }
 
 TEST_CASE(
-    "regression (issue 24.1): drain() returns only once every task handed to a ThreadExecutor "
+    "regression: drain() returns only once every task handed to a ThreadExecutor "
     "the caller made has run") {
-  auto executor = std::make_shared<ThreadExecutor>("i24-exec");
+  auto executor = std::make_shared<ThreadExecutor>("drain-exec");
   drain_waits_for(executor, [&] { executor->shutdown(); });
 }
 
 TEST_CASE(
-    "regression (issue 24.1): drain() returns only once every task posted to an AsioExecutor has "
+    "regression: drain() returns only once every task posted to an AsioExecutor has "
     "run") {
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
@@ -95,7 +94,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 24.2): wheel_snapshot() does not grow with a base's lag behind the clock "
+    "regression: wheel_snapshot() does not grow with a base's lag behind the clock "
     "(tick 1 us, a base 300 s behind)") {
   // Base 0 holds a task 600 s out; the clock moves 300 s with no expiry pass; a task added on base
   // 1 catches its empty wheel up. Base 0's levels now lag base 1's by 300 s: 3e8 ticks of level 0.
@@ -141,81 +140,8 @@ TEST_CASE(
   detail::set_timer_thread_slot(0);
   timer.close();
 }
-
-using Snapshot = PurgatorySnapshot<int>;
-
-// A schedule that runs `action` the first time a thread reaches `point`, and never pauses.
-RaceSchedule::Options once_at(const char* point, std::function<void()> action) {
-  auto done = std::make_shared<std::atomic<bool>>(false);
-  return {.pause_probability = 0, .actions = {{point, [done, action = std::move(action)] {
-                                                 if (!done->exchange(true)) action();
-                                               }}}};
-}
-
-// A purgatory on a manual clock, tasks inline.
-struct SnapshotFixture {
-  ManualClock clock;
-  std::shared_ptr<SystemTimer> timer =
-      std::make_shared<SystemTimer>(manual_options(clock, std::make_shared<InlineExecutor>()));
-  DelayedOperationPurgatory<int> purgatory{timer, options()};
-
-  static PurgatoryOptions options() {
-    PurgatoryOptions o;
-    o.name = "snap";
-    o.shards = 1;
-    return o;
-  }
-};
-
-OperationRef waiting_operation() {
-  return make_operation(
-      1h, [] { return false; }, [] {});
-}
-
 TEST_CASE(
-    "regression (issue 24.3): a snapshot lists each key's operations oldest first: an operation "
-    "that joined a key's list before another but committed its watch later is listed after it") {
-  // Operation a links key 7, then (at the race point, on the same thread) operation b is watched
-  // on key 7 at 0 ms and the clock moves to 1 ms before a commits: a's list position is ahead of
-  // b's, its watched_since later.
-  SnapshotFixture f;
-  auto a = waiting_operation();
-  auto b = waiting_operation();
-  RaceSchedule schedule(
-      once_at("DelayedOperationPurgatory::watch: linked a key, before the next", [&] {
-        f.purgatory.try_complete_else_watch(b, {7});
-        f.clock.advance(1ms);
-      }));
-  f.purgatory.try_complete_else_watch(a, {7});
-  const Snapshot snap = f.purgatory.snapshot();
-  REQUIRE(snap.keys.size() == 1);
-  const auto& ops = snap.keys[0].operations;
-  REQUIRE(ops.size() == 2);
-  CHECK(ops[0].watched_since == 0ms);
-  CHECK(ops[1].watched_since == 1ms);
-  f.purgatory.shutdown();
-}
-
-TEST_CASE(
-    "regression (issue 24.3): no operation in a snapshot started waiting after the snapshot's "
-    "now (no negative age)") {
-  // An operation watched (at 5 ms) while the snapshot is under way, before it reads the shard.
-  SnapshotFixture f;
-  auto late = waiting_operation();
-  RaceSchedule schedule(once_at("DelayedOperationPurgatory::snapshot: before reading a shard", [&] {
-    f.clock.advance(5ms);
-    f.purgatory.try_complete_else_watch(late, {3});
-  }));
-  const Snapshot snap = f.purgatory.snapshot();
-  REQUIRE(snap.keys.size() == 1);
-  REQUIRE(snap.keys[0].operations.size() == 1);
-  CHECK(snap.keys[0].operations[0].watched_since == 5ms);
-  CHECK(snap.keys[0].operations[0].watched_since <= snap.now);
-  f.purgatory.shutdown();
-}
-
-TEST_CASE(
-    "regression (issue 24.4): TimerOptions::bases is rounded up to a power of two: 3 gives 4, 5 "
+    "regression: TimerOptions::bases is rounded up to a power of two: 3 gives 4, 5 "
     "gives 8, 64 gives 64, 1000 gives 1024") {
   for (const auto& bases : std::vector<std::pair<std::size_t, std::size_t>>{
            {1, 1}, {2, 2}, {3, 4}, {5, 8}, {64, 64}, {65, 128}, {1000, 1024}, {1024, 1024}}) {
@@ -234,7 +160,7 @@ struct Counted : TimerTask {
 };
 
 TEST_CASE(
-    "regression (issue 24.5): close() and drain() of a timer with 128 bases (more than the 64 "
+    "regression: close() and drain() of a timer with 128 bases (more than the 64 "
     "locks ThreadSanitizer's deadlock detector tracks): every task handed back or run once") {
   ManualClock clock;
   std::vector<purgatory::Ref<Counted>> tasks;

@@ -1,4 +1,5 @@
-// Issue 11, items 2 and 5: PeriodicTask's cancel() and fixed-rate promises.
+// PeriodicTask's cancel() and fixed-rate promises that once did not hold: each test fails with
+// its fix reverted.
 #include "purgatory/timer/periodic_task.hpp"
 
 #include <atomic>
@@ -7,7 +8,7 @@
 
 #include <doctest/doctest.h>
 
-#include "../../timer/timer_test_support.hpp"
+#include "timer_test_support.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
@@ -17,7 +18,7 @@ using purgatory::test::ManualTimer;
 using purgatory::test::RaceSchedule;
 
 TEST_CASE(
-    "regression (issue 11.2): PeriodicTask: no run_once() after cancel() returned, even when "
+    "regression: PeriodicTask: no run_once() after cancel() returned, even when "
     "cancel() lands between a run and the re-add that hands the next run straight to the "
     "executor") {
   ManualTimer m;  // inline executor: an already-due add runs the task inside add_at()
@@ -55,7 +56,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11.2): PeriodicTask: cancel() racing a 2-thread run loop stops every "
+    "regression: PeriodicTask: cancel() racing a 2-thread run loop stops every "
     "future run (seeded schedule, 200 rounds)") {
   // A clock thread expires runs inline while another thread cancels at a random moment; race
   // points in start(), run() and schedule_next() pause on a seeded schedule. After cancel()
@@ -90,7 +91,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression (issue 11.5): PeriodicTask fixed rate: a run lasting exactly one period is "
+    "regression: PeriodicTask fixed rate: a run lasting exactly one period is "
     "followed by the run due at first_deadline + k * period, not a period later") {
   ManualTimer m;
   std::vector<Nanos> at;

@@ -13,8 +13,8 @@
 
 #include <doctest/doctest.h>
 
-#include "../../purgatory/purgatory_test_support.hpp"
-#include "../contract_support.hpp"
+#include "purgatory_test_support.hpp"
+#include "contract_support.hpp"
 #include "purgatory_contract_support.hpp"
 #include "race_schedule.hpp"
 
@@ -134,7 +134,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_future.hpp: a DelayedFuture completes when every future is done: the callback runs "
     "once, with the futures and Outcome::completed, on the thread that completed the last one") {
-  SharedManualTimer manual;
+  ManualTimer manual;
   DelayedFuturePurgatory<int> purgatory(manual.timer);
   std::vector<Promise<int>> promises(3);
   Response response;
@@ -166,7 +166,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_future.hpp: a DelayedFuture expires after its timeout otherwise: the callback runs "
     "once with Outcome::expired on the timer's executor") {
-  SharedManualTimer manual;
+  ManualTimer manual;
   DelayedFuturePurgatory<int> purgatory(manual.timer);
   Promise<int> done;
   Promise<int> never;
@@ -194,7 +194,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_future.hpp: the futures reference only a small link, never the operation: an "
     "operation whose futures never complete is still freed") {
-  SharedManualTimer manual;
+  ManualTimer manual;
   DelayedFuturePurgatory<int> purgatory(manual.timer);
   Promise<int> never;  // outlives the operation, never completed
   auto sentinel = std::make_shared<int>(0);
@@ -214,7 +214,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_future.hpp: DelayedFuturePurgatory::try_complete_else_watch() returns the operation, "
     "whether it completed at once is its is_completed()") {
-  SharedManualTimer manual;
+  ManualTimer manual;
   DelayedFuturePurgatory<int> purgatory(manual.timer);
   Promise<int> a;
   Promise<int> b;
@@ -237,7 +237,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_future.hpp: DelayedFuturePurgatory: default options name it \"delayed-future\", "
     "shutdown() gives waiting operations Outcome::shut_down") {
-  SharedManualTimer manual;
+  ManualTimer manual;
   DelayedFuturePurgatory<int> purgatory(manual.timer);
   CHECK(purgatory.metrics().name == "delayed-future");
   Promise<int> never;
@@ -263,7 +263,7 @@ TEST_CASE(
   // Thread A (this one) completes future a; its check sees b not done. Meanwhile thread B
   // completes b, and its check finds the lock busy; A then finishes entirely before B leaves its
   // note. B must serve it itself.
-  SharedManualTimer manual;
+  ManualTimer manual;
   DelayedFuturePurgatory<int> purgatory(manual.timer);
   Promise<int> a;
   Promise<int> b;
@@ -309,7 +309,7 @@ TEST_CASE(
   for (int round = 0; round < n; ++round) {
     const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
     INFO("seed " << seed);
-    SharedManualTimer manual;
+    ManualTimer manual;
     DelayedFuturePurgatory<int> purgatory(manual.timer);
     constexpr int kOps = 4;
     std::vector<Promise<int>> left(kOps);

@@ -1,4 +1,4 @@
-// The allocation sweep (issue 24): every allocation the public surface makes, failed in turn.
+// The allocation sweep: every allocation the public surface makes, failed in turn.
 //
 // Each scenario drives one part of the surface on a manual clock, single-threaded (tasks run
 // inline), and is run once per allocation it makes with that allocation failing (std::bad_alloc),
@@ -39,7 +39,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #endif
-#include "../../support/operation_timeout.hpp"
+#include "operation_timeout.hpp"
 #include "fault_injection.hpp"
 
 #include "purgatory/asio.hpp"

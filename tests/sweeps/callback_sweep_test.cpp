@@ -1,4 +1,4 @@
-// The callback sweep (issue 24): every piece of user code the library calls throws in turn.
+// The callback sweep: every piece of user code the library calls throws in turn.
 //
 // The user-code points: a task's run(), an executor's execute(), the wakeup hook, an operation's
 // try_complete(), on_complete() and on_expiration(), and the key's Hash, KeyEqual and copy

@@ -13,8 +13,8 @@
 
 #include <doctest/doctest.h>
 
-#include "../../purgatory/purgatory_test_support.hpp"
-#include "../contract_support.hpp"
+#include "purgatory_test_support.hpp"
+#include "contract_support.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory_contract_support.hpp"
 

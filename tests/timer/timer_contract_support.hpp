@@ -19,23 +19,13 @@
 #include <thread>
 #include <vector>
 
-#include "../../timer/timer_test_support.hpp"
-#include "../contract_support.hpp"
+#include "timer_test_support.hpp"
+#include "contract_support.hpp"
 #include "platform/thread_name.hpp"
 #include "purgatory/timer/executor.hpp"
 
-// ThreadSanitizer (clang's __has_feature, g++'s __SANITIZE_THREAD__).
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define PURGATORY_TEST_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__) && !defined(PURGATORY_TEST_TSAN)
-#define PURGATORY_TEST_TSAN 1
-#endif
-#if !defined(PURGATORY_TEST_TSAN)
-#define PURGATORY_TEST_TSAN 0
-#endif
+#include "allocation_counter.hpp"
+#include "sanitizers.hpp"
 
 namespace purgatory::contract {
 
@@ -197,22 +187,6 @@ class Watchdog {
   std::condition_variable cv_;
   bool done_ = false;
   std::thread thread_;
-};
-
-// Counts operator new calls made by the calling thread while an instance lives (the suite
-// replaces the global operator new; see allocation_counter.cpp). Not available under
-// ThreadSanitizer: tests check available() and say so.
-class CountAllocations {
- public:
-  static constexpr bool available() { return !PURGATORY_TEST_TSAN; }
-  CountAllocations();
-  ~CountAllocations();
-  CountAllocations(const CountAllocations&) = delete;
-  CountAllocations& operator=(const CountAllocations&) = delete;
-  [[nodiscard]] std::uint64_t count() const;
-
- private:
-  std::uint64_t start_;
 };
 
 }  // namespace purgatory::contract

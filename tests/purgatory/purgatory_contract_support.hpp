@@ -11,8 +11,11 @@
 
 #include <unistd.h>
 
+#include <doctest/doctest.h>
+
 #include "purgatory/delayed_operation.hpp"
-#include "../../support/operation_timeout.hpp"
+#include "operation_timeout.hpp"
+#include "sanitizers.hpp"
 
 namespace purgatory::contract {
 
@@ -20,22 +23,8 @@ using testing::cancel_timeout;
 using testing::timeout_pending;
 using testing::timeout_task;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr bool kSanitized = true;
-#else
-inline constexpr bool kSanitized = false;
-#endif
-#else
-inline constexpr bool kSanitized = false;
-#endif
-
-// Seeded rounds for race tests: sanitizers run 5-20x slower, so they get fewer rounds.
-constexpr int rounds(int release, int sanitized) {
-  return kSanitized ? sanitized : release;
-}
+using test::kSanitized;
+using test::rounds;
 
 // An operation that records what its callbacks saw. Hooks (on_try, on_done, on_expired) are set
 // before the operation is shared and not changed after.
@@ -146,5 +135,15 @@ class StderrCapture {
   std::FILE* file_ = nullptr;
   int saved_ = -1;
 };
+
+// Every flag a Probe raises when a promise about its callbacks broke.
+inline void check_callbacks_sound(const Probe& op) {
+  CHECK_FALSE(op.concurrent_try.load());
+  CHECK_FALSE(op.try_without_lock.load());
+  CHECK_FALSE(op.try_after_outcome.load());
+  CHECK_FALSE(op.try_during_callbacks.load());
+  CHECK_FALSE(op.callback_with_lock.load());
+  CHECK_FALSE(op.expiration_out_of_order.load());
+}
 
 }  // namespace purgatory::contract

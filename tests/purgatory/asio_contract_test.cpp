@@ -22,8 +22,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #endif
 
-#include "../../purgatory/purgatory_test_support.hpp"
-#include "../contract_support.hpp"
+#include "purgatory_test_support.hpp"
+#include "contract_support.hpp"
 #include "purgatory_contract_support.hpp"
 #include "race_schedule.hpp"
 
@@ -177,7 +177,7 @@ TEST_CASE(
   CHECK(op->seen_in_on_complete == Outcome::cancelled);
   CHECK(p.purgatory.watched() == 0);
   CHECK(p.purgatory.num_delayed() == 0);
-  CHECK(p.manual.timer->size() == 0);
+  CHECK(p.manual.timer.size() == 0);
   CHECK(p.purgatory.metrics().cancelled_total == 1);
   op->completable = true;
   CHECK(p.purgatory.check_and_complete(1) == 0);
