@@ -547,7 +547,7 @@ def write_subtracted(w, sub):
     w("TestPurgatoryPerformance (Kafka's DelayedOperation.scala and timer, unchanged, OpenJDK 17, a")
     w("machine of this kind, `--num 1000000 --rate 100000 --pct50 20 --pct75 50 --timeout 100 --keys 3")
     w("--key-space-size 1000`) used 6.39 s of process CPU against 2.63 s for its harness alone: about")
-    w("3.8 us of purgatory CPU per request (issue 13's measurement).")
+    w("3.8 us of purgatory CPU per request (measured the same way, under OpenJDK 17).")
     w("")
 
 
