@@ -60,9 +60,21 @@ function(purgatory_library target)
   endif()
 endfunction()
 
-# The test-only hooked copies (always static) compile the same sources: same headers, no exports.
-function(purgatory_hooked_library target)
-  cmake_parse_arguments(ARG "" "BASE_NAME" "" ${ARGN})
-  target_include_directories(${target} PUBLIC ${PURGATORY_GENERATED_INCLUDE_DIR})
-  target_compile_definitions(${target} PUBLIC ${ARG_BASE_NAME}_STATIC_DEFINE)
+# purgatory_hooked_copy(<copy> SOURCES ... BASE_NAME <macro prefix> INCLUDE <dir>
+#                       [PRIVATE_INCLUDE <dir>...] [PUBLIC_LINKS <target>...])
+# A test-only copy of a library with the race points live (detail/race_point.hpp): always static,
+# the same sources and headers, no exports, never installed. Race tests, the sweeps and the
+# concurrent fuzzer link it to stop threads at named points; the library itself has no race points.
+function(purgatory_hooked_copy copy)
+  cmake_parse_arguments(ARG "" "BASE_NAME;INCLUDE" "SOURCES;PRIVATE_INCLUDE;PUBLIC_LINKS" ${ARGN})
+  if(NOT (PURGATORY_BUILD_TESTS OR PURGATORY_BUILD_FUZZERS))
+    return()
+  endif()
+  add_library(${copy} STATIC ${ARG_SOURCES})
+  target_compile_features(${copy} PUBLIC cxx_std_20)
+  target_compile_definitions(${copy} PUBLIC PURGATORY_RACE_HOOKS=1 ${ARG_BASE_NAME}_STATIC_DEFINE)
+  target_include_directories(${copy}
+    PUBLIC ${ARG_INCLUDE} ${PURGATORY_GENERATED_INCLUDE_DIR}
+    PRIVATE ${ARG_PRIVATE_INCLUDE})
+  target_link_libraries(${copy} PUBLIC ${ARG_PUBLIC_LINKS} PRIVATE ${PURGATORY_FMT} purgatory_warnings)
 endfunction()

@@ -32,7 +32,7 @@ namespace purgatory::detail {
 
 // Test-only allocation failures. The library's own allocator (the task pool) asks
 // PURGATORY_ALLOCATION_FAULT() where it refills; the allocation sweep
-// (tests/contracts/sweeps) installs a hook that makes the k-th allocation of a scenario fail
+// (tests/sweeps) installs a hook that makes the k-th allocation of a scenario fail
 // there as it does in operator new. True: throw std::bad_alloc. Installed like the race hook.
 using AllocationFaultHook = bool (*)() noexcept;
 void set_allocation_fault_hook(AllocationFaultHook hook) noexcept;
