@@ -53,15 +53,8 @@
 
 namespace {
 
-using purgatory::DelayedOperation;
-using purgatory::ManualClock;
-using purgatory::Nanos;
-using purgatory::OperationRef;
-using purgatory::Outcome;
-using purgatory::fuzz::check;
-using purgatory::fuzz::fail;
-using purgatory::fuzz::kUnit;
-using purgatory::fuzz::Script;
+using namespace purgatory;
+using namespace purgatory::fuzz;
 
 constexpr int kThreads = 3;
 constexpr int kOps = 8;

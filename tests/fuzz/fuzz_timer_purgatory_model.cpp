@@ -44,17 +44,8 @@
 
 namespace {
 
-using purgatory::DelayedOperationPurgatory;
-using purgatory::ManualClock;
-using purgatory::Nanos;
-using purgatory::OperationRef;
-using purgatory::Outcome;
-using purgatory::SystemTimer;
-using purgatory::TimerTask;
-using purgatory::fuzz::check;
-using purgatory::fuzz::fail;
-using purgatory::fuzz::kUnit;
-using purgatory::fuzz::Script;
+using namespace purgatory;
+using namespace purgatory::fuzz;
 
 constexpr int kTasks = 6;
 constexpr int kOps = 6;

@@ -32,10 +32,6 @@ using namespace std::chrono_literals;
 namespace purgatory::test {
 namespace {
 
-using contract::probe;
-using contract::ProbeRef;
-using contract::rounds;
-using contract::Signal;
 namespace asio = boost::asio;
 const boost::system::error_code kAborted = asio::error::operation_aborted;
 

@@ -25,6 +25,7 @@ namespace {
 
 using contract::Signal;
 
+
 TEST_CASE(
     "regression: async_watch cancelled through its cancellation slot: once the "
     "handler has (operation_aborted, cancelled), a check already under way does not complete the "

@@ -23,8 +23,6 @@ using namespace std::chrono_literals;
 namespace purgatory::test {
 namespace {
 
-using contract::rounds;
-using contract::Signal;
 
 // What a DelayedFuture's response callback saw.
 struct Response {

@@ -25,11 +25,6 @@ using namespace std::chrono_literals;
 namespace purgatory::test {
 namespace {
 
-using contract::probe;
-using contract::ProbeRef;
-using contract::rounds;
-using contract::Signal;
-using contract::check_callbacks_sound;
 
 class Listener final : public detail::OutcomeListener {
  public:

@@ -26,11 +26,6 @@ using namespace std::chrono_literals;
 namespace purgatory::test {
 namespace {
 
-using contract::probe;
-using contract::ProbeRef;
-using contract::rounds;
-using contract::Signal;
-using contract::check_callbacks_sound;
 
 TEST_CASE(
     "delayed_operation.hpp: memory: 128 bytes holding the first key's watch, more keys one block "

@@ -27,10 +27,6 @@ using namespace std::chrono_literals;
 namespace purgatory::test {
 namespace {
 
-using contract::probe;
-using contract::ProbeRef;
-using contract::rounds;
-using contract::Signal;
 
 // Hashes as std::hash; while `probe` is set, calls it first (from whichever thread hashes).
 struct ProbingHash {

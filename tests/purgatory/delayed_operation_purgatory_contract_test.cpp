@@ -27,10 +27,6 @@ using namespace std::chrono_literals;
 namespace purgatory::test {
 namespace {
 
-using contract::probe;
-using contract::ProbeRef;
-using contract::rounds;
-using contract::Signal;
 
 // Hashing key 666 throws: a refused watch after other keys were linked.
 struct ThrowingHash {

@@ -27,10 +27,6 @@ using namespace std::chrono_literals;
 namespace purgatory::test {
 namespace {
 
-using contract::probe;
-using contract::ProbeRef;
-using contract::rounds;
-using contract::Signal;
 
 TEST_CASE(
     "delayed_operation_purgatory.hpp: shutdown() stops accepting calls, then gives every waiting "

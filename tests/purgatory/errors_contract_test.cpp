@@ -23,8 +23,6 @@ using namespace std::chrono_literals;
 namespace purgatory::test {
 namespace {
 
-using contract::probe;
-using contract::Signal;
 
 TEST_CASE(
     "errors.hpp: OperationAlreadyWatched and PurgatoryShutDown are std::logic_error naming the "

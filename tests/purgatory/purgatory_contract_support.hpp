@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include "purgatory/delayed_operation.hpp"
+#include "contract_support.hpp"
 #include "operation_timeout.hpp"
 #include "sanitizers.hpp"
 
@@ -147,3 +148,11 @@ inline void check_callbacks_sound(const Probe& op) {
 }
 
 }  // namespace purgatory::contract
+
+// What every purgatory contract test names unqualified.
+namespace purgatory::test {
+using contract::check_callbacks_sound;
+using contract::probe;
+using contract::ProbeRef;
+using contract::Signal;
+}  // namespace purgatory::test

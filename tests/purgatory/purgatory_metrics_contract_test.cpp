@@ -19,8 +19,6 @@ using namespace std::chrono_literals;
 namespace purgatory::test {
 namespace {
 
-using contract::probe;
-using contract::ProbeRef;
 
 TEST_CASE(
     "purgatory_metrics.hpp: the gauges and totals: watched and delayed now, completed (by "

@@ -21,6 +21,7 @@ namespace {
 
 using contract::Signal;
 
+
 TEST_CASE(
     "regression: a timeout of SystemTimer::kMaxDelay is accepted while the timer's "
     "wheel lags the clock") {

@@ -10,26 +10,13 @@
 #include <doctest/doctest.h>
 
 #include "purgatory/delayed_operation_purgatory.hpp"
+#include "manual_timer.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
-// A timer on a manual clock, driven from outside, whose expired tasks go to `executor`.
-TimerOptions manual_options(const ManualClock& clock, std::shared_ptr<Executor> executor,
-                            std::size_t bases = 1) {
-  return TimerOptions{.name = "snap",
-                      .tick = 1ms,
-                      .wheel_size = 20,
-                      .clock = &clock,
-                      .executor = std::move(executor),
-                      .driver = TimerOptions::Driver::external,
-                      .max_pending = 0,
-                      .on_task_error = {},
-                      .bases = bases};
-}
 
 using Snapshot = PurgatorySnapshot<int>;
 
@@ -45,7 +32,7 @@ RaceSchedule::Options once_at(const char* point, std::function<void()> action) {
 struct SnapshotFixture {
   ManualClock clock;
   std::shared_ptr<SystemTimer> timer =
-      std::make_shared<SystemTimer>(manual_options(clock, std::make_shared<InlineExecutor>()));
+      std::make_shared<SystemTimer>(ManualTimer::options(clock));
   DelayedOperationPurgatory<int> purgatory{timer, options()};
 
   static PurgatoryOptions options() {

@@ -17,13 +17,8 @@
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
-using purgatory::AsioExecutor;
-using purgatory::ManualClock;
-using purgatory::Nanos;
-using purgatory::SystemTimer;
-using purgatory::TimerOptions;
-using purgatory::contract::Signal;
-using purgatory::contract::Watchdog;
+using namespace purgatory;
+using namespace purgatory::contract;
 using purgatory::test::CountingTask;
 
 namespace {

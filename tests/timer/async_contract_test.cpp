@@ -25,36 +25,16 @@
 #endif
 #include <doctest/doctest.h>
 
+#include "async_test_support.hpp"
 #include "race_schedule.hpp"
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
 using boost::system::error_code;
-using purgatory::ManualClock;
-using purgatory::Nanos;
-using purgatory::SystemTimer;
-using purgatory::TimerOptions;
-using purgatory::TimerRejected;
-using purgatory::contract::PoolExecutor;
-using purgatory::contract::Signal;
-using purgatory::contract::Watchdog;
-using purgatory::test::ManualTimer;
-using purgatory::test::RaceSchedule;
+using namespace purgatory;
+using namespace purgatory::contract;
+using namespace purgatory::test;
 
-namespace {
-
-const error_code kAborted = boost::asio::error::operation_aborted;
-
-// The completions of the waits it hands handlers for; the handlers run on `io`.
-struct Completions {
-  boost::asio::io_context& io;
-  std::vector<error_code> seen;
-  auto handler() {
-    return boost::asio::bind_executor(io, [this](error_code ec) { seen.push_back(ec); });
-  }
-};
-
-}  // namespace
 
 TEST_CASE(
     "async.hpp: async_wait completes once with no error after the task ran, never before the "

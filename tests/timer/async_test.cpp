@@ -25,6 +25,7 @@
 #endif
 #include <doctest/doctest.h>
 
+#include "async_test_support.hpp"
 #include "timer_test_support.hpp"
 
 #include "sanitizers.hpp"
@@ -33,17 +34,6 @@ namespace purgatory::test {
 namespace {
 
 using boost::system::error_code;
-const error_code kAborted = boost::asio::error::operation_aborted;
-
-// Records every completion of the waits it hands out; the handlers run on `io`.
-struct Completions {
-  boost::asio::io_context& io;
-  std::vector<error_code> seen;
-
-  auto handler() {
-    return boost::asio::bind_executor(io, [this](error_code ec) { seen.push_back(ec); });
-  }
-};
 
 TEST_CASE("async_wait: the handler runs once, posted to its executor, when 50 ms have passed") {
   ManualTimer m;

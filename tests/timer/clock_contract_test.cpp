@@ -15,12 +15,8 @@
 
 using namespace std::chrono_literals;
 using purgatory::detail::ClockWaiter;
-using purgatory::ManualClock;
-using purgatory::Nanos;
-using purgatory::SteadyClock;
-using purgatory::SystemTimer;
-using purgatory::TimerOptions;
-using purgatory::contract::Signal;
+using namespace purgatory;
+using namespace purgatory::contract;
 
 namespace {
 

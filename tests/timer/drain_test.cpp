@@ -12,8 +12,7 @@
 using namespace std::chrono_literals;
 using purgatory::Nanos;
 using purgatory::TimerRejected;
-using purgatory::test::CountingTask;
-using purgatory::test::ManualTimer;
+using namespace purgatory::test;
 
 namespace {
 

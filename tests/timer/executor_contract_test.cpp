@@ -20,20 +20,9 @@
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
-using purgatory::ExpiredBatch;
-using purgatory::InlineExecutor;
-using purgatory::ManualClock;
-using purgatory::Nanos;
-using purgatory::SystemTimer;
-using purgatory::TaskRef;
-using purgatory::ThreadExecutor;
-using purgatory::TimerOptions;
-using purgatory::TimerTask;
-using purgatory::contract::Signal;
-using purgatory::contract::StashExecutor;
-using purgatory::contract::thread_name;
-using purgatory::test::CountingTask;
-using purgatory::test::RaceSchedule;
+using namespace purgatory;
+using namespace purgatory::contract;
+using namespace purgatory::test;
 
 namespace {
 

@@ -14,24 +14,11 @@
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
-using purgatory::ManualClock;
-using purgatory::Nanos;
-using purgatory::PeriodicTask;
-using purgatory::SystemTimer;
-using purgatory::TimerOptions;
-using purgatory::TimerRejected;
-using purgatory::contract::PoolExecutor;
-using purgatory::contract::Signal;
-using purgatory::test::ManualTimer;
-using purgatory::test::RaceSchedule;
+using namespace purgatory;
+using namespace purgatory::contract;
+using namespace purgatory::test;
 
 namespace {
-
-// Steps the clock 1 ms at a time up to `until`, expiring at each step.
-void run_until(ManualTimer& m, Nanos until) {
-  while (m.clock.now() < until)
-    m.advance(1ms);
-}
 
 // Counts runs in progress and the most ever seen at once.
 struct Overlap {
@@ -59,7 +46,7 @@ TEST_CASE(
     m.clock.advance(std::chrono::milliseconds(rng() % 10));  // each run costs 0..9 ms
   });
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
-  run_until(m, 205ms);
+  advance_to(m, 205ms);
   task->cancel();
   REQUIRE(at.size() == 20);
   for (std::size_t k = 0; k < at.size(); ++k)
@@ -75,7 +62,7 @@ TEST_CASE(
     m.clock.advance(3ms);
   });
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_delay);
-  run_until(m, 60ms);
+  advance_to(m, 60ms);
   task->cancel();
   CHECK(at == std::vector<Nanos>{10ms, 23ms, 36ms, 49ms});
 }
@@ -88,10 +75,10 @@ TEST_CASE(
     std::vector<Nanos> at;
     auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
     task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
-    run_until(m, 10ms);
+    advance_to(m, 10ms);
     m.clock.advance(55ms);  // a stall: nothing expires until 65 ms
     m.timer.advance_clock(Nanos::zero());
-    run_until(m, 85ms);
+    advance_to(m, 85ms);
     task->cancel();
     CHECK(at == std::vector<Nanos>{10ms, 65ms, 70ms, 80ms});
   }
@@ -100,10 +87,10 @@ TEST_CASE(
     std::vector<Nanos> at;
     auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
     task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_delay);
-    run_until(m, 10ms);
+    advance_to(m, 10ms);
     m.clock.advance(55ms);
     m.timer.advance_clock(Nanos::zero());
-    run_until(m, 85ms);
+    advance_to(m, 85ms);
     task->cancel();
     CHECK(at == std::vector<Nanos>{10ms, 65ms, 75ms, 85ms});
   }
@@ -119,7 +106,7 @@ TEST_CASE(
     if (at.size() == 1) m.clock.advance(20ms);  // 10 ms -> 30 ms
   });
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
-  run_until(m, 45ms);
+  advance_to(m, 45ms);
   task->cancel();
   // "the next run is due at the first deadline of the fixed-rate grid at or after the end of
   // the late run": 30 ms.
@@ -182,7 +169,7 @@ TEST_CASE(
     overlap.leave();
   });
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
-  run_until(m, 50ms);
+  advance_to(m, 50ms);
   task->cancel();
   CHECK(overlap.most.load() == 1);
   CHECK_FALSE(pending_after_start);  // "is_pending() is false until then"
@@ -201,7 +188,7 @@ TEST_CASE(
     if (at.size() == 1) task->start(m.timer, 25ms, 5ms, PeriodicTask::Mode::fixed_rate);
   });
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
-  run_until(m, 45ms);
+  advance_to(m, 45ms);
   task->cancel();
   CHECK(at == std::vector<Nanos>{10ms, 35ms, 40ms, 45ms});
 }
@@ -295,7 +282,7 @@ TEST_CASE(
   std::vector<Nanos> at;
   auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
-  run_until(m, 9ms);
+  advance_to(m, 9ms);
   bool first = true;
   RaceSchedule schedule({.seed = RaceSchedule::seed(0),
                          .pause_probability = 0.0,
@@ -303,7 +290,7 @@ TEST_CASE(
                                         if (std::exchange(first, false)) m.advance(1ms);
                                       }}}});
   task->start(m.timer, 20ms, 10ms, PeriodicTask::Mode::fixed_rate);
-  run_until(m, 40ms);
+  advance_to(m, 40ms);
   task->cancel();
   CHECK(schedule.hits("PeriodicTask::start: unlocked, before add") == 1);
   CHECK(at == std::vector<Nanos>{29ms, 39ms});
@@ -367,11 +354,11 @@ TEST_CASE(
   ManualTimer m;
   auto task = purgatory::make_periodic([] {});
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
-  run_until(m, 25ms);
+  advance_to(m, 25ms);
   CHECK(task->run_count() == 2);
   CHECK(task->cancel());
   CHECK_FALSE(task->is_pending());
-  run_until(m, 100ms);
+  advance_to(m, 100ms);
   CHECK(task->run_count() == 2);
 }
 
@@ -391,7 +378,7 @@ TEST_CASE(
                                         other.join();
                                       }}}});
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
-  run_until(m, 100ms);
+  advance_to(m, 100ms);
   CHECK_FALSE(cancelled);
   CHECK(finished.load() == 1);
   CHECK(task->run_count() == 1);
@@ -408,7 +395,7 @@ TEST_CASE(
     if (++runs == 3) (void)task->cancel();
   });
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_delay);
-  run_until(m, 100ms);
+  advance_to(m, 100ms);
   CHECK(runs == 3);
   CHECK(task->run_count() == 3);
   CHECK_FALSE(task->is_pending());
@@ -527,7 +514,7 @@ TEST_CASE(
   CHECK_THROWS_WITH_AS(task->start(m.timer, Nanos::max(), 1ms, PeriodicTask::Mode::fixed_rate),
                        doctest::Contains("9223372036854775807 ns"), std::invalid_argument);
   CHECK_FALSE(task->is_pending());
-  run_until(m, 10ms);
+  advance_to(m, 10ms);
   CHECK(task->run_count() == 0);
 }
 
@@ -554,11 +541,11 @@ TEST_CASE(
       task->start(m.timer, 1ms, SystemTimer::kMaxDelay + 1ms, PeriodicTask::Mode::fixed_rate),
       doctest::Contains("3153600000001000000 ns"), std::invalid_argument);
   CHECK_FALSE(task->is_pending());
-  run_until(m, 5ms);
+  advance_to(m, 5ms);
   CHECK(task->run_count() == 0);
   // The longest period add() accepts: the first run happens and the next one is scheduled.
   task->start(m.timer, 1ms, SystemTimer::kMaxDelay, PeriodicTask::Mode::fixed_rate);
-  run_until(m, 10ms);
+  advance_to(m, 10ms);
   CHECK(task->run_count() == 1);
   CHECK(task->is_pending());
   CHECK(task->cancel());
@@ -575,7 +562,7 @@ TEST_CASE(
       std::invalid_argument);
   CHECK_THROWS_AS(task->start(m.timer, Nanos::max(), 1ms, PeriodicTask::Mode::fixed_delay),
                   std::invalid_argument);
-  run_until(m, 12ms);
+  advance_to(m, 12ms);
   CHECK(at == std::vector<Nanos>{5ms, 10ms});
   CHECK(task->cancel());
 }
@@ -588,13 +575,13 @@ TEST_CASE(
   auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
   task->start(m.timer, 100ms, 100ms, PeriodicTask::Mode::fixed_rate);
   task->start(m.timer, 5ms, 5ms, PeriodicTask::Mode::fixed_rate);  // restart
-  run_until(m, 12ms);
+  advance_to(m, 12ms);
   CHECK(at == std::vector<Nanos>{5ms, 10ms});
   CHECK(task->cancel());
-  run_until(m, 30ms);
+  advance_to(m, 30ms);
   CHECK(at.size() == 2);
   task->start(m.timer, 1ms, 7ms, PeriodicTask::Mode::fixed_delay);
-  run_until(m, 40ms);
+  advance_to(m, 40ms);
   CHECK(at == std::vector<Nanos>{5ms, 10ms, 31ms, 38ms});
   task->cancel();
 }
@@ -607,7 +594,7 @@ TEST_CASE("periodic_task.hpp: an initial delay <= 0 runs the first run at once")
   auto negative = purgatory::make_periodic([] {});
   negative->start(m.timer, -3ms, 10ms, PeriodicTask::Mode::fixed_delay);
   CHECK(negative->run_count() == 1);
-  run_until(m, 10ms);
+  advance_to(m, 10ms);
   CHECK(task->run_count() == 2);
   CHECK(negative->run_count() == 2);
   task->cancel();

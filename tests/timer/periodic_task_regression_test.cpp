@@ -14,8 +14,7 @@
 using namespace std::chrono_literals;
 using purgatory::Nanos;
 using purgatory::PeriodicTask;
-using purgatory::test::ManualTimer;
-using purgatory::test::RaceSchedule;
+using namespace purgatory::test;
 
 TEST_CASE(
     "regression: PeriodicTask: no run_once() after cancel() returned, even when "

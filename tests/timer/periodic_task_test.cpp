@@ -10,18 +10,8 @@
 using namespace std::chrono_literals;
 using purgatory::Nanos;
 using purgatory::PeriodicTask;
-using purgatory::test::Latch;
-using purgatory::test::ManualTimer;
+using namespace purgatory::test;
 
-namespace {
-
-// Advances in 1 ms steps until `until` (clock time).
-void advance_to(ManualTimer& m, Nanos until) {
-  while (m.clock.now() < until)
-    m.advance(1ms);
-}
-
-}  // namespace
 
 TEST_CASE("PeriodicTask fixed rate 10 ms: 1000 runs in 10 s, the k-th exactly at k*10 ms") {
   ManualTimer m;

@@ -10,8 +10,7 @@
 
 using namespace std::chrono_literals;
 using purgatory::Nanos;
-using purgatory::test::CountingTask;
-using purgatory::test::ManualTimer;
+using namespace purgatory::test;
 
 TEST_CASE("SystemTimer::reschedule moves a pending task, an idle one is left alone") {
   ManualTimer m;

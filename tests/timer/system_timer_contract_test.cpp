@@ -23,24 +23,10 @@
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
-using purgatory::Clock;
+using namespace purgatory;
 using purgatory::detail::ClockWaiter;
-using purgatory::ExpiredBatch;
-using purgatory::ManualClock;
-using purgatory::Nanos;
-using purgatory::SystemTimer;
-using purgatory::TaskRef;
-using purgatory::TimerOptions;
-using purgatory::TimerRejected;
-using purgatory::TimerTask;
-using purgatory::contract::CountAllocations;
-using purgatory::contract::PoolExecutor;
-using purgatory::contract::Signal;
-using purgatory::contract::StashExecutor;
-using purgatory::contract::Watchdog;
-using purgatory::test::CountingTask;
-using purgatory::test::ManualTimer;
-using purgatory::test::RaceSchedule;
+using namespace purgatory::contract;
+using namespace purgatory::test;
 
 namespace {
 

@@ -17,9 +17,7 @@ using namespace std::chrono_literals;
 using purgatory::Nanos;
 using purgatory::SystemTimer;
 using purgatory::TimerRejected;
-using purgatory::test::CountingTask;
-using purgatory::test::ManualTimer;
-using purgatory::test::RaceSchedule;
+using namespace purgatory::test;
 
 TEST_CASE(
     "regression: add_at(now + kMaxDelay) is accepted while the wheel's clock lags "

@@ -19,18 +19,9 @@
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
-using purgatory::ManualClock;
-using purgatory::Nanos;
-using purgatory::PeriodicTask;
-using purgatory::SystemTimer;
-using purgatory::TaskRef;
-using purgatory::TimerOptions;
-using purgatory::TimerRejected;
-using purgatory::TimerTask;
-using purgatory::contract::Signal;
-using purgatory::test::CountingTask;
-using purgatory::test::ManualTimer;
-using purgatory::test::RaceSchedule;
+using namespace purgatory;
+using namespace purgatory::contract;
+using namespace purgatory::test;
 
 namespace {
 

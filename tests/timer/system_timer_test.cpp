@@ -13,13 +13,8 @@
 #include "timer_test_support.hpp"
 
 using namespace std::chrono_literals;
-using purgatory::Nanos;
-using purgatory::SystemTimer;
-using purgatory::TimerOptions;
-using purgatory::TimerRejected;
-using purgatory::test::CountingTask;
-using purgatory::test::Latch;
-using purgatory::test::ManualTimer;
+using namespace purgatory;
+using namespace purgatory::test;
 
 namespace {
 

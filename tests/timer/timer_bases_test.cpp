@@ -15,8 +15,7 @@
 
 using namespace std::chrono_literals;
 using purgatory::Nanos;
-using purgatory::test::CountingTask;
-using purgatory::test::ManualTimer;
+using namespace purgatory::test;
 
 namespace {
 

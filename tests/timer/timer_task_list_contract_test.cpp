@@ -15,16 +15,9 @@
 using purgatory::TaskRef;
 using purgatory::TimerTask;
 using purgatory::detail::TimerTaskList;
-using purgatory::test::CountingTask;
+using purgatory::test::make_counting_tasks;
 
 namespace {
-
-std::vector<TaskRef> make_tasks(int n) {
-  std::vector<TaskRef> tasks;
-  for (int i = 0; i < n; ++i)
-    tasks.push_back(purgatory::make_task<CountingTask>());
-  return tasks;
-}
 
 std::multiset<const TimerTask*> contents(const TimerTaskList& list) {
   std::multiset<const TimerTask*> seen;
@@ -37,7 +30,7 @@ std::multiset<const TimerTask*> contents(const TimerTaskList& list) {
 TEST_CASE(
     "timer_task_list.hpp: add() of a task sitting in another list moves it: it is in one list "
     "only, and both sizes follow") {
-  auto tasks = make_tasks(3);
+  auto tasks = make_counting_tasks(3);
   TimerTaskList a;
   TimerTaskList b;
   for (auto& t : tasks)
@@ -52,7 +45,7 @@ TEST_CASE(
 }
 
 TEST_CASE("timer_task_list.hpp: add() of a task already in this list keeps one entry") {
-  auto tasks = make_tasks(2);
+  auto tasks = make_counting_tasks(2);
   TimerTaskList a;
   a.add(*tasks[0]);
   a.add(*tasks[1]);
@@ -69,7 +62,7 @@ TEST_CASE(
   std::size_t counter = 0;
   TimerTaskList lists[3] = {TimerTaskList(&counter), TimerTaskList(&counter),
                             TimerTaskList(&counter)};
-  auto tasks = make_tasks(40);
+  auto tasks = make_counting_tasks(40);
   std::map<const TimerTask*, int> where;  // the model: task -> list index
   std::mt19937_64 rng(11);
   for (int step = 0; step < 5000; ++step) {
@@ -105,7 +98,7 @@ TEST_CASE(
 TEST_CASE(
     "timer_task_list.hpp: remove() unlinks the task, pop() returns each remaining task once, then "
     "null") {
-  auto tasks = make_tasks(20);
+  auto tasks = make_counting_tasks(20);
   TimerTaskList list;
   for (auto& t : tasks)
     list.add(*t);
@@ -126,7 +119,7 @@ TEST_CASE(
 TEST_CASE(
     "timer_task_list.hpp: flush() unlinks each task before calling fn, which may add it to "
     "another list, the bucket's expiration is reset") {
-  auto tasks = make_tasks(10);
+  auto tasks = make_counting_tasks(10);
   TimerTaskList from;
   TimerTaskList to;
   for (auto& t : tasks)
@@ -151,7 +144,7 @@ TEST_CASE(
 TEST_CASE(
     "timer_task_list.hpp: for_each() and for_each_mutable() visit every task once and unlink "
     "none") {
-  auto tasks = make_tasks(25);
+  auto tasks = make_counting_tasks(25);
   TimerTaskList list;
   for (auto& t : tasks)
     list.add(*t);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "manual_timer.hpp"
 #include "purgatory/timer/system_timer.hpp"
@@ -31,5 +32,19 @@ struct CountingTask : TimerTask {
  private:
   std::function<void()> hook_;
 };
+
+// `n` fresh counting tasks.
+inline std::vector<TaskRef> make_counting_tasks(int n) {
+  std::vector<TaskRef> tasks;
+  for (int i = 0; i < n; ++i)
+    tasks.push_back(make_task<CountingTask>());
+  return tasks;
+}
+
+// Advances `m` in 1 ms steps until its clock reads `until`, expiring at each step.
+inline void advance_to(ManualTimer& m, Nanos until) {
+  while (m.clock.now() < until)
+    m.advance(std::chrono::milliseconds(1));
+}
 
 }  // namespace purgatory::test

@@ -17,16 +17,9 @@ using purgatory::TaskRef;
 using purgatory::TimerTask;
 using purgatory::detail::TimerTaskList;
 using purgatory::detail::TimingWheel;
-using purgatory::test::CountingTask;
+using purgatory::test::make_counting_tasks;
 
 namespace {
-
-std::vector<TaskRef> make_tasks(int n) {
-  std::vector<TaskRef> tasks;
-  for (int i = 0; i < n; ++i)
-    tasks.push_back(purgatory::make_task<CountingTask>());
-  return tasks;
-}
 
 // Drives `wheel` to `until` the way SystemTimer does: expire the earliest bucket, re-add its
 // tasks; a task the wheel refuses is due: record the wheel time at which that happened.
@@ -60,7 +53,7 @@ TEST_CASE(
     "timing_wheel.hpp: add() returns false and leaves the task untouched when expiration < "
     "current_time() + tick(), true when it places it") {
   TimingWheel wheel(10, 8, 1000);
-  auto tasks = make_tasks(2);
+  auto tasks = make_counting_tasks(2);
   CHECK_FALSE(wheel.add(*tasks[0], 1009));
   CHECK(wheel.size() == 0);
   CHECK_FALSE(wheel.next_expiration().has_value());
@@ -75,7 +68,7 @@ TEST_CASE(
 
 TEST_CASE("timing_wheel.hpp: a task is placed in the bucket that starts at or before it") {
   TimingWheel wheel(10, 8, 1000);
-  auto tasks = make_tasks(3);
+  auto tasks = make_counting_tasks(3);
   REQUIRE(wheel.add(*tasks[0], 1015));
   CHECK(wheel.next_expiration() == 1010);
   CHECK(TimingWheel::expiration_of(*tasks[0]) == 1015);
@@ -90,7 +83,7 @@ TEST_CASE(
     "timing_wheel.hpp: overflow wheels are created on first use, each with a tick equal to the "
     "interval below, short timeouts need one level") {
   TimingWheel wheel(1, 20, 0);
-  auto tasks = make_tasks(3);
+  auto tasks = make_counting_tasks(3);
   REQUIRE(wheel.add(*tasks[0], 19));
   CHECK(wheel.levels() == 1);
   CHECK(wheel.overflow_wheel() == nullptr);
@@ -112,7 +105,7 @@ TEST_CASE(
     "timing_wheel.hpp: remove() unlinks a task from any level: it never expires, and the sizes "
     "and next_expiration() follow") {
   TimingWheel wheel(1, 20, 0);
-  auto tasks = make_tasks(2);
+  auto tasks = make_counting_tasks(2);
   REQUIRE(wheel.add(*tasks[0], 5));
   REQUIRE(wheel.add(*tasks[1], 300));
   TimingWheel::remove(*tasks[0]);
@@ -132,7 +125,7 @@ TEST_CASE(
     "down "
     "to that level's tick") {
   TimingWheel wheel(10, 4, 0);
-  auto tasks = make_tasks(1);
+  auto tasks = make_counting_tasks(1);
   REQUIRE(wheel.add(*tasks[0], 1000));  // levels of tick 10, 40, 160, 640
   REQUIRE(wheel.levels() == 4);
   wheel.advance_clock(657);
@@ -150,7 +143,7 @@ TEST_CASE(
     "when nothing is held") {
   TimingWheel wheel(1, 8, 0);
   CHECK_FALSE(wheel.next_expiration().has_value());
-  auto tasks = make_tasks(3);
+  auto tasks = make_counting_tasks(3);
   REQUIRE(wheel.add(*tasks[0], 100));
   REQUIRE(wheel.add(*tasks[1], 6));
   REQUIRE(wheel.add(*tasks[2], 40));
@@ -170,7 +163,7 @@ TEST_CASE(
     "tick (500 random tasks, 3 levels and more)") {
   TimingWheel wheel(1, 8, 0);
   std::mt19937_64 rng(3);
-  auto tasks = make_tasks(500);
+  auto tasks = make_counting_tasks(500);
   std::map<const TimerTask*, std::int64_t> expiration;
   for (auto& t : tasks) {
     const auto e = static_cast<std::int64_t>(1 + rng() % 3000);
@@ -199,7 +192,7 @@ TEST_CASE(
     "time "
     "order, fn returning false stops early and the rest waits for the next call") {
   TimingWheel wheel(1, 8, 0);
-  auto tasks = make_tasks(30);
+  auto tasks = make_counting_tasks(30);
   std::map<const TimerTask*, std::int64_t> expiration;
   for (int i = 0; i < 30; ++i) {
     const std::int64_t e = 1 + (i * 7) % 50;  // some share a bucket, some cascade
@@ -234,7 +227,7 @@ TEST_CASE(
     "timing_wheel.hpp: drain() unlinks every task of every level, for_each_task() visits each "
     "without unlinking") {
   TimingWheel wheel(1, 4, 0);
-  auto tasks = make_tasks(12);
+  auto tasks = make_counting_tasks(12);
   for (int i = 0; i < 12; ++i)
     REQUIRE(wheel.add(*tasks[i], 1 + i * i * 3));
   REQUIRE(wheel.levels() >= 3);
@@ -252,7 +245,7 @@ TEST_CASE(
 TEST_CASE(
     "timing_wheel.hpp: the destructor unlinks every task still held: each can be linked "
     "elsewhere afterwards") {
-  auto tasks = make_tasks(6);
+  auto tasks = make_counting_tasks(6);
   {
     TimingWheel wheel(1, 4, 0);
     for (int i = 0; i < 6; ++i)
@@ -271,7 +264,7 @@ TEST_CASE(
   TimingWheel wheel(1, 20, 0);
   const std::size_t one_level = wheel.memory_bytes();
   CHECK(one_level > 0);
-  auto tasks = make_tasks(2000);
+  auto tasks = make_counting_tasks(2000);
   for (int i = 0; i < 1000; ++i)
     REQUIRE(wheel.add(*tasks[i], 1 + i % 19));
   CHECK(wheel.memory_bytes() == one_level);
