@@ -35,7 +35,6 @@ using namespace purgatory;
 using namespace purgatory::contract;
 using namespace purgatory::test;
 
-
 TEST_CASE(
     "async.hpp: async_wait completes once with no error after the task ran, never before the "
     "delay") {
@@ -86,10 +85,12 @@ TEST_CASE(
 TEST_CASE(
     "async.hpp: the handler is posted to its associated executor: never run inside the "
     "initiating call, nor on the thread that ran the task") {
-  ManualTimer m;  // inline executor: a delay of 0 runs the task inside async_wait()
+  ManualTimer m;  // inline executor: the task runs on the thread that advances
   boost::asio::io_context io;
   Completions c{io, {}};
   purgatory::async_wait(m.timer, 0ms, c.handler());
+  CHECK(io.poll() == 0);  // nothing ran inside async_wait(), not even the task due at once
+  m.advance(0ms);
   CHECK(c.seen.empty());  // the task ran; the handler was only posted
   CHECK(io.poll() == 1);
   CHECK(c.seen.size() == 1);
@@ -433,7 +434,8 @@ TEST_CASE(
         done = true;
       },
       boost::asio::detached);
-  io.run();
+  run_driving(io, m);  // the 0 ms wait runs at the driver's next pass
+  CHECK(io.stopped());
   CHECK(invalid == 1);
   CHECK(reason == TimerRejected::Reason::pending_limit);
   CHECK(aborted == kAborted);
@@ -471,7 +473,8 @@ TEST_CASE(
             m.timer, 0ms, boost::asio::redirect_error(boost::asio::use_awaitable, ran));
       },
       boost::asio::detached);
-  io.run();
+  run_driving(io, m);
+  CHECK(io.stopped());
   CHECK(invalid);
   CHECK(cancelled == kAborted);
   CHECK(ran == error_code());
@@ -496,10 +499,11 @@ TEST_CASE(
 
   boost::asio::io_context io;
   std::atomic<bool> bound_called{false};
-  purgatory::async_wait(timer, 20ms, boost::asio::bind_executor(io, [&](boost::system::error_code ec) {
-               CHECK(!ec);
-               bound_called = true;
-             }));
+  purgatory::async_wait(timer, 20ms,
+                        boost::asio::bind_executor(io, [&](boost::system::error_code ec) {
+                          CHECK(!ec);
+                          bound_called = true;
+                        }));
   io.run();  // returns only once the handler ran
   CHECK(bound_called.load());
   timer.close();

@@ -285,22 +285,30 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "system_timer.hpp: add() with a delay <= 0 hands the task to the executor at once, inside "
-    "the call") {
+    "system_timer.hpp: add() with a delay <= 0 hands nothing to the executor inside the call: "
+    "the driver's next pass does, without the clock moving, and cancel() still withdraws it") {
   ManualClock clock;
   auto stash = std::make_shared<StashExecutor>();
   SystemTimer timer(
       TimerOptions{.clock = &clock, .executor = stash, .driver = TimerOptions::Driver::external});
   auto zero = purgatory::make_task<CountingTask>();
   auto negative = purgatory::make_task<CountingTask>();
+  auto withdrawn = purgatory::make_task<CountingTask>();
   timer.add(zero, 0ns);
-  CHECK(stash->held() == 1);
   timer.add(negative, -5ms);
-  CHECK(stash->held() == 2);
+  timer.add(withdrawn, 0ns);
+  CHECK(stash->held() == 0);
+  CHECK(timer.size() == 3);  // pending until the pass
+  REQUIRE(timer.next_expiration().has_value());
+  CHECK(*timer.next_expiration() <= clock.now());  // due: the driver must not sleep
+  CHECK(withdrawn->cancel());
+  CHECK(timer.advance_clock(Nanos::zero()));
+  CHECK(stash->sizes() == std::vector<std::size_t>{2});  // one batch: both, the cancelled one not
   CHECK(timer.size() == 0);
   stash->run_all();
   CHECK(zero->runs == 1);
   CHECK(negative->runs == 1);
+  CHECK(withdrawn->runs == 0);
 }
 
 TEST_CASE(

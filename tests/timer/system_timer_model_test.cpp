@@ -4,7 +4,8 @@
 // Invariant checked after every step: the tasks that ran are exactly those whose deadline,
 // rounded up to the tick, the clock has reached; each ran once, at the first advance that
 // reached it (so within one tick of its deadline), never before its deadline, in deadline
-// order; cancel() returns true exactly when the model says the task was pending.
+// order; none ran inside add() (one added when already due runs at the next advance, first);
+// cancel() returns true exactly when the model says the task was pending.
 #include "purgatory/timer/system_timer.hpp"
 
 #include <map>
@@ -92,15 +93,13 @@ void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size, std::s
       if (model.pending.count(id) == 0) base_of[id] = slot % bases;
       model.remove(id);
       m.timer.add(tasks[static_cast<std::size_t>(id)], Nanos{delay});
-      if (delay <= 0) {  // runs at once, on this thread (inline executor)
-        fail(fired.size() == 1 && fired[0].first == id);
-        fired.clear();
-      } else {
-        const std::int64_t deadline = now + delay;
-        const std::int64_t expiration = (deadline + t - 1) / t * t;
-        model.pending[id] = {deadline, expiration};
-        model.by_expiration.emplace(expiration, id);
-      }
+      fail(fired.empty());  // never inside add(), whatever the delay
+      // Due already (delay <= 0): pending until the next advance, which runs it before anything
+      // in the wheel (its expiration sorts first).
+      const std::int64_t deadline = now + delay;
+      const std::int64_t expiration = delay <= 0 ? -1 : (deadline + t - 1) / t * t;
+      model.pending[id] = {deadline, expiration};
+      model.by_expiration.emplace(expiration, id);
     } else if (roll < 65) {  // cancel
       const bool was_pending = model.pending.count(id) == 1;
       fail(tasks[static_cast<std::size_t>(id)]->cancel() == was_pending);

@@ -60,6 +60,8 @@ TEST_CASE("SystemTimer: 585 tasks with delays 0..499 ms run exactly once, in ord
   for (int i = 100; i < 500; ++i)
     add(i);
   REQUIRE(ids.size() == 585);
+  CHECK(output.empty());  // none ran inside add(), not even those due at once
+  m.advance(0ms);         // the 0 ms tasks run at the first pass, on time
   while (m.clock.now() < 600ms)
     m.advance(1ms);
   std::sort(ids.begin(), ids.end());
@@ -492,7 +494,9 @@ TEST_CASE("SystemTimer::add_at: absolute deadlines, past ones at once, never ear
   ManualTimer m;
   m.advance(100ms);
   auto past = purgatory::make_task<CountingTask>();
-  m.timer.add_at(past, 40ms);  // already passed: runs at once (inline executor)
+  m.timer.add_at(past, 40ms);  // already passed: due at the next pass, never inside add_at()
+  CHECK(past->runs == 0);
+  m.advance(0ms);
   CHECK(past->runs == 1);
   auto future = purgatory::make_task<CountingTask>();
   m.timer.add_at(future, 100ms + 2500us);  // rounded up to the 103 ms tick

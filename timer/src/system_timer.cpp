@@ -194,8 +194,9 @@ std::size_t ahead_pace(const detail::TimingWheel::AheadWork& w, std::int64_t las
 // ---- TimerTask ---------------------------------------------------------------------------------
 
 detail::TimerBase* TimerTask::base_of_place(std::uintptr_t place) noexcept {
-  static_assert(alignof(detail::TimerTaskList) > kPlaceBits && alignof(detail::TimerBase) > kPlaceBits,
-                "a task's place keeps its tags in the low bits of a bucket's or base's address");
+  static_assert(
+      alignof(detail::TimerTaskList) > kPlaceBits && alignof(detail::TimerBase) > kPlaceBits,
+      "a task's place keeps its tags in the low bits of a bucket's or base's address");
   const std::uintptr_t address = place & ~kPlaceBits;
   if ((place & kBaseTag) != 0) return reinterpret_cast<detail::TimerBase*>(address);
   // A bucket this task is or was in: its base is fixed for the bucket's life (the timer's).
@@ -238,9 +239,9 @@ bool TimerTask::cancel() noexcept {
           break;
         }
         // Not retired: a bucket (no tag bits) or a tagged base, never null.
-        detail::TimerBase* base = (place & kBaseTag) != 0
-                                      ? reinterpret_cast<detail::TimerBase*>(place & ~kPlaceBits)
-                                      : reinterpret_cast<const detail::TimerTaskList*>(place)->base_;
+        detail::TimerBase* base =
+            (place & kBaseTag) != 0 ? reinterpret_cast<detail::TimerBase*>(place & ~kPlaceBits)
+                                    : reinterpret_cast<const detail::TimerTaskList*>(place)->base_;
         PURGATORY_RACE_POINT("TimerTask::cancel: saw it scheduled, before the timer's lock");
         if (base->owner->cancel_scheduled(*this, *base, place)) return true;
         w = word_.load(std::memory_order_acquire);
@@ -266,7 +267,8 @@ SystemTimer::SystemTimer(TimerOptions options)
   const std::int64_t start = clock_->now().count();
   bases_.reserve(bases);
   for (std::size_t i = 0; i < bases; ++i) {
-    // The first base checks wheel_size (detail::TimingWheel throws, naming it) before any thread starts.
+    // The first base checks wheel_size (detail::TimingWheel throws, naming it) before any thread
+    // starts.
     bases_.push_back(
         std::make_unique<detail::TimerBase>(*this, tick_.count(), options.wheel_size, start));
   }
@@ -337,7 +339,6 @@ bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
 
 bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expiration,
                            bool only_if_pending, std::int64_t deadline) {
-  ExpiredBatch run_now;
   bool wake = false;
   const auto owns = [this](const detail::TimerBase* b) { return b != nullptr && b->owner == this; };
   for (;;) {
@@ -392,14 +393,9 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
     const bool enters_wheel =
         expiration >= 0 && expiration >= base.wheel.current_time() + tick_.count();
     // What the change below allocates is allocated now, so that out of memory the call throws
-    // with nothing changed: a wheel level never used before, or the batch that hands a task due
-    // at once to the executor. (A task moved while alone in its base is placed after the wheel
-    // caught up with the clock: with add_at()'s deadline, it may then be due.)
+    // with nothing changed: a wheel level never used before. (A task due at once goes to the
+    // base's due list, which allocates nothing.)
     if (enters_wheel) base.wheel.reserve_levels(expiration);
-    if (!enters_wheel ||
-        (phase == TimerTask::kScheduled && base.pending == 1 && now == kUnknownNow)) {
-      prepare_batch(run_now, 1);
-    }
     bool reserved = false;
     if (enters_wheel && phase != TimerTask::kScheduled && max_pending_ != 0) {
       if (limited_pending_.fetch_add(1, std::memory_order_relaxed) >= max_pending_) {
@@ -411,7 +407,10 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
       }
       reserved = true;
     }
-    if (phase == TimerTask::kScheduled) {
+    if (phase == TimerTask::kScheduled && t.bucket() == &base.due) {
+      // Due already and not yet taken by a pass: it leaves the due list, keeping its reference.
+      base.due.remove(t);
+    } else if (phase == TimerTask::kScheduled) {
       // Stable: only holders of this base's lock change it. It keeps the wheel's reference.
       detail::TimingWheel::remove(t);
       --base.pending;
@@ -453,13 +452,16 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
       ++base.pending;
       wake = expiration < armed_.load();
     } else {
+      // Due already: never run here, inside the caller's add(), but by the next expiry pass
+      // (the driver is woken for it when the list was empty). A task re-adding itself from its
+      // own run() so goes round the driver's loop instead of nesting a frame per re-add.
       if (reserved) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
-      queue_expired(t, run_now);
+      base.due.add(t);
+      wake = base.due.size() == 1;
     }
     break;
   }
   PURGATORY_RACE_POINT("SystemTimer::schedule: unlocked, before execute or wake");
-  if (!run_now.empty()) hand_off(run_now);
   if (wake) wake_drivers();
   return true;
 }
@@ -520,6 +522,7 @@ void SystemTimer::call_wakeup_hook() noexcept {
 bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base,
                                    std::uintptr_t place) noexcept {
   std::uint64_t before = 0;
+  bool emptied = false;
   {
     std::lock_guard<detail::AdaptiveMutex> guard(base.mu);
     const std::uint32_t s = task.state();
@@ -528,9 +531,14 @@ bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base,
         task.place_.load(std::memory_order_relaxed) != place) {
       return false;
     }
-    detail::TimingWheel::remove(task);
-    --base.pending;
-    if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+    if (task.bucket() == &base.due) {
+      base.due.remove(task);  // due, not yet taken by a pass: it holds no unit of max_pending
+    } else {
+      detail::TimingWheel::remove(task);
+      --base.pending;
+      if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    emptied = base.pending == 0 && base.due.empty();
     retire_base(task);
     // Idle, and the wheel's reference dropped, in one step.
     before = task.word_.fetch_sub(
@@ -538,6 +546,9 @@ bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base,
         std::memory_order_acq_rel);
   }
   if (TimerTask::refs_of(before) == 1) delete &task;  // that was the last reference
+  // An external driver (AsioTimer) looks again, so that no wait stays armed for a deadline that
+  // is gone. The reaper thread needs no call: it wakes once at that deadline and finds nothing.
+  if (emptied && wakeup_hook_) call_wakeup_hook();
   return true;
 }
 
@@ -568,6 +579,7 @@ std::optional<std::int64_t> SystemTimer::next_wake(std::int64_t now) const {
   };
   for (const auto& b : bases_) {
     const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
+    if (!b->due.empty()) consider(now);  // added when already due: the next pass takes them
     if (b->pending == 0) continue;
     if (const auto e = b->wheel.next_expiration()) consider(*e);
     for (int level = 1; level < b->wheel.levels(); ++level) {
@@ -587,7 +599,7 @@ std::size_t SystemTimer::total_pending() const {
   std::size_t n = 0;
   for (const auto& b : bases_) {
     const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
-    n += b->pending;
+    n += b->pending + b->due.size();
   }
   return n;
 }
@@ -650,6 +662,7 @@ bool SystemTimer::service(std::int64_t now) {
   // This pass's share of the ahead-of-time cascading, per base and level.
   for (const auto& b : bases_) {
     const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
+    b->due_quota = b->due.size();  // this pass takes the due tasks there now, not later ones
     const auto levels = static_cast<std::size_t>(b->wheel.levels());
     b->ahead_quota.assign(levels, 0);
     b->ahead_due.resize(levels, kNobody);
@@ -721,6 +734,17 @@ bool SystemTimer::service(std::int64_t now) {
 }
 
 bool SystemTimer::expire_due(detail::TimerBase& b, std::int64_t now, ExpiredBatch& batch) {
+  // The tasks added when already due come first: their deadlines are before any bucket's.
+  while (b.due_quota > 0 && batch.size() < kMaxBatch) {
+    TimerTask* t = b.due.pop();
+    if (t == nullptr) {  // fewer than counted: some were cancelled or moved meanwhile
+      b.due_quota = 0;
+      break;
+    }
+    --b.due_quota;
+    queue_expired(*t, batch);
+  }
+  if (b.due_quota > 0) return false;
   std::size_t moves = 0;
   return b.wheel.expire_due(now, [&](TimerTask& t) {
     if (b.wheel.add(t, detail::TimingWheel::expiration_of(t))) {
@@ -778,7 +802,9 @@ std::optional<Nanos> SystemTimer::next_expiration() const {
   std::optional<std::int64_t> best;
   for (const auto& b : bases_) {
     const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
-    const auto e = b->wheel.next_expiration();
+    // Tasks added when already due are due now: the wheel's time never runs ahead of the clock.
+    const auto e = b->due.empty() ? b->wheel.next_expiration()
+                                  : std::optional<std::int64_t>(b->wheel.current_time());
     if (e && (!best || *e < *best)) best = e;
   }
   if (!best) return std::nullopt;
@@ -921,36 +947,47 @@ std::vector<TaskRef> SystemTimer::close() {
 }
 
 void SystemTimer::hand_back_all(detail::TimerBase& b, std::vector<TaskRef>& out) noexcept {
-  const auto hand_back = [this](TimerTask& t) {
+  // A wheel's task gives back its unit of max_pending; a due one holds none.
+  const auto hand_back = [this](TimerTask& t, bool from_wheel) {
     const std::uint32_t s = t.state();
     retire_base(t);
     t.word_.fetch_add(TimerTask::state_delta(s, TimerTask::with_phase(s, TimerTask::kIdle)),
                       std::memory_order_acq_rel);
-    if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+    if (from_wheel && max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
   };
   for (;;) {
     TaskRef dropped;  // released after the lock: a release may destroy the task
     {
       const std::lock_guard<detail::AdaptiveMutex> guard(b.mu);
-      if (b.pending == 0) return;
-      if (out.capacity() - out.size() < b.pending) {
+      const std::size_t held = b.pending + b.due.size();
+      if (held == 0) return;
+      if (out.capacity() - out.size() < held) {
         try {
-          out.reserve(out.size() + b.pending);
+          out.reserve(out.size() + held);
         } catch (const std::bad_alloc&) {
         }
       }
-      if (out.capacity() - out.size() >= b.pending) {
+      if (out.capacity() - out.size() >= held) {
+        b.due.flush([&](TimerTask& t) {
+          hand_back(t, false);
+          out.emplace_back(&t, /*add_ref=*/false);  // adopt the list's reference
+        });
+        b.due_quota = 0;
         b.wheel.drain([&](TimerTask& t) {
-          hand_back(t);
+          hand_back(t, true);
           out.emplace_back(&t, /*add_ref=*/false);  // adopt the wheel's reference
         });
         b.pending = 0;
         return;
       }
-      // Out of memory: this one is handed back by dropping the wheel's reference.
-      TimerTask* t = take_one(b.wheel);
-      hand_back(*t);
-      --b.pending;
+      // Out of memory: this one is handed back by dropping the wheel's (or the list's) reference.
+      TimerTask* t = b.due.pop();
+      const bool from_wheel = t == nullptr;
+      if (from_wheel) {
+        t = take_one(b.wheel);
+        --b.pending;
+      }
+      hand_back(*t, from_wheel);
       dropped = TaskRef(t, /*add_ref=*/false);
     }
   }

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "purgatory/timer/detail/platform.hpp"
-#include "purgatory/timer/system_timer.hpp"
 #include "purgatory/timer/detail/timing_wheel.hpp"
+#include "purgatory/timer/system_timer.hpp"
 
 namespace purgatory::detail {
 
@@ -19,12 +19,19 @@ struct alignas(64) TimerBase {
   TimerBase(SystemTimer& o, std::int64_t tick, int wheel_size, std::int64_t start)
       : owner(&o), wheel(tick, wheel_size, start) {
     wheel.attach(this);
+    due.base_ = this;  // a task's place in it names this base, as a bucket's does
   }
 
   SystemTimer* const owner;
   AdaptiveMutex mu;
   TimingWheel wheel;        // guarded by mu
   std::size_t pending = 0;  // guarded by mu (== wheel.size())
+  // Tasks added when already due, waiting for the next expiry pass (guarded by mu): an add()
+  // never runs a task itself. Scheduled and cancellable like the wheel's; not counted in pending
+  // nor against max_pending. due_quota: how many of them the pass under way still takes (those
+  // present when it began, so a task re-adding itself from its run() waits for the next pass).
+  TimerTaskList due;
+  std::size_t due_quota = 0;
   // Ahead-of-time cascading, per level (index 1 is the first overflow level), guarded by mu: what
   // is still to do in the current service pass, and for the bucket being drained (due at
   // ahead_due) when its share was last counted.

@@ -7,12 +7,12 @@
 /// Runs of one task never overlap: the next run is scheduled when the current one ends. That holds
 /// for start() too: called during a run (from the run itself, or from another thread), it does not
 /// schedule a run beside it; the run in progress schedules the new schedule's first run when it
-/// ends (at once if that run's deadline has passed by then).
+/// ends (for the driver's next pass if that run's deadline has passed by then).
 ///
 /// Missed runs (the process stalled, or the executor fell behind) follow one rule: the late run
 /// happens once, as soon as possible, and the deadlines missed meanwhile are skipped; the next run
 /// is due at the first deadline of the fixed-rate grid at or after the end of the late run (a run
-/// that lasts exactly one period is followed at once, on time). Nothing runs twice
+/// that lasts exactly one period is followed by the next pass, on time). Nothing runs twice
 /// to "catch up", and no run is ever early.
 ///
 /// Each run adds the next one at its end. If the timer refuses that add (it is closing or
@@ -56,11 +56,11 @@ class PURGATORY_TIMER_EXPORT PeriodicTask : public TimerTask {
     fixed_delay,  ///< each run is due `period` after the previous run finished
   };
 
-  /// Schedules the first run `initial_delay` from now on `timer` (<= 0: at once), then one run
-  /// every `period`. Starting a task that is already scheduled restarts it with the new schedule.
-  /// During a run, the first run of the new schedule is scheduled when that run ends (see the top;
-  /// is_pending() is false until then, and a timer refusing that add then ends the schedule, as
-  /// for any later run).
+  /// Schedules the first run `initial_delay` from now on `timer` (<= 0: at the driver's next pass,
+  /// never inside start()), then one run every `period`. Starting a task that is already scheduled
+  /// restarts it with the new schedule. During a run, the first run of the new schedule is
+  /// scheduled when that run ends (see the top; is_pending() is false until then, and a timer
+  /// refusing that add then ends the schedule, as for any later run).
   /// Throws std::invalid_argument, naming the value, for a period <= 0 or above
   /// SystemTimer::kMaxDelay, or an initial delay above kMaxDelay or whose deadline overflows the
   /// clock (the task is then left as it was); and what SystemTimer::add() throws.

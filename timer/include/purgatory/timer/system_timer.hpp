@@ -146,7 +146,8 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   [[nodiscard]] std::vector<std::size_t> size_per_level() const;
   /// Bytes the wheels hold (buckets and bitmaps of every level and base), tasks not included.
   [[nodiscard]] std::size_t wheel_memory_bytes() const;
-  /// Clock time at which the earliest bucket is due, if any task is scheduled.
+  /// Clock time at which the earliest bucket is due (a time already reached while a task added
+  /// when due waits for the next pass), if any task is scheduled.
   [[nodiscard]] std::optional<Nanos> next_expiration() const;
   /// Number of timer bases.
   [[nodiscard]] std::size_t base_count() const noexcept { return bases_.size(); }

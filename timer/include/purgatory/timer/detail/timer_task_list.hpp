@@ -120,6 +120,7 @@ class TimerTaskList {
 
  private:
   friend class TimingWheel;
+  friend struct TimerBase;  // its list of due tasks names the base, as a wheel's buckets do
   friend class purgatory::TimerTask;  // a task's place names its bucket, whose base_ it reads
 
   using List = boost::intrusive::list<
