@@ -82,7 +82,7 @@ std::shared_ptr<InProcessMember> InProcessMember::start(GroupCoordinator& coordi
                                                         PartitionCount partitions) {
   std::shared_ptr<InProcessMember> member(
       new InProcessMember(coordinator, std::move(timer), std::move(config), std::move(partitions)));
-  member->step_ = boost::intrusive_ptr<Step>(new Step(member));
+  member->step_ = make_task<Step>(member);
   member->send_join();
   return member;
 }

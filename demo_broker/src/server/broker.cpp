@@ -59,10 +59,7 @@ Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
       log_(config_.partitions, config_.replication_delays.size(), config_.retention_bytes) {
   TimerOptions timer_options;
   timer_options.name = "broker";
-  timer_options.executor = std::make_shared<AsioExecutor>(io_.get_executor());
-  timer_options.driver = TimerOptions::Driver::external;
-  timer_ = std::make_shared<SystemTimer>(std::move(timer_options));
-  driver_ = std::make_unique<AsioDriver>(io_.get_executor(), *timer_);
+  timer_ = std::make_shared<AsioTimer>(io_, std::move(timer_options));
   const auto make_purgatory = [this](const char* name) {
     PurgatoryOptions options;
     options.name = name;
@@ -174,8 +171,7 @@ void Broker::stop() {
   fetch_purgatory_->shutdown();
   produce_purgatory_->shutdown();
   group_coordinator_->shutdown();
-  ui_members_.clear();  // their steps are cancelled; no LeaveGroup after shutdown
-  driver_.reset();
+  ui_members_.clear();    // their steps are cancelled; no LeaveGroup after shutdown
   (void)timer_->close();  // drops pending follower catch-ups
 }
 

@@ -22,7 +22,6 @@
 // too, with a log line, and so does a builder that throws.
 #pragma once
 
-
 #include <array>
 #include <chrono>
 #include <cstdint>

@@ -22,8 +22,7 @@ void Broker::handle_fetch(const ResponseSlot& slot, FetchRequest req) {
       }
     }
   }
-  const boost::intrusive_ptr<DelayedFetch> op(
-      new DelayedFetch(log_, std::move(req), slot, outcomes_.get()));
+  const auto op = make_operation<DelayedFetch>(log_, std::move(req), slot, outcomes_.get());
   if (keys.empty()) {
     // Nothing to watch (no partition exists): answer now with the errors.
     op->force_complete();

@@ -113,8 +113,8 @@ void Broker::handle_produce(const ResponseSlot& slot, ProduceRequest req) {
     return;
   }
   const auto timeout = std::chrono::milliseconds(std::max<std::int32_t>(req.timeout_ms, 0));
-  const boost::intrusive_ptr<DelayedProduce> op(new DelayedProduce(
-      timeout, log_, std::move(resp), std::move(appended), slot, outcomes_.get()));
+  const auto op = make_operation<DelayedProduce>(timeout, log_, std::move(resp),
+                                                 std::move(appended), slot, outcomes_.get());
   const std::vector<TopicPartition> keys = op->keys();
   slot.conn->park(slot, op);
   if (!produce_purgatory_->try_complete_else_watch(op, keys)) op->mark_parked();

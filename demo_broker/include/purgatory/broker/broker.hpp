@@ -1,7 +1,7 @@
 // Broker: the demo broker's server. An Asio TCP acceptor, the in-memory LogStore, simulated
 // followers, two purgatories (Kafka's DelayedFetch and DelayedProduce) and the consumer-group
-// coordinator with its own two (DelayedJoin, DelayedHeartbeat), all sharing one SystemTimer
-// driven by the io_context itself (AsioDriver + AsioExecutor): no timer thread, no lock around
+// coordinator with its own two (DelayedJoin, DelayedHeartbeat), all sharing one timer driven by
+// the io_context itself (an AsioTimer): no timer thread, no lock around
 // broker state, because every handler, completion and expiration runs on the one thread that
 // runs the io_context.
 //
@@ -14,7 +14,6 @@
 // at once or parks a delayed operation in a purgatory -> the answer fills the connection's
 // response slot, and the connection writes responses strictly in request order.
 #pragma once
-
 
 #include <atomic>
 #include <chrono>
@@ -134,7 +133,6 @@ class Broker {
   std::atomic<std::uint16_t> port_{0};
   LogStore log_;
   std::shared_ptr<SystemTimer> timer_;
-  std::unique_ptr<AsioDriver> driver_;
   std::unique_ptr<Purgatory> fetch_purgatory_;
   std::unique_ptr<Purgatory> produce_purgatory_;
   std::unique_ptr<MetricsServer> metrics_server_;  // null without config.metrics_host

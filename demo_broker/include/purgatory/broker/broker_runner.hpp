@@ -2,7 +2,6 @@
 // is bound (so port() is known) before the constructor returns.
 #pragma once
 
-
 #include <cstdint>
 #include <memory>
 #include <thread>

@@ -6,7 +6,6 @@
 // closes the socket and throws ClientError, so a broker that never answers cannot hang a test.
 #pragma once
 
-
 #include <chrono>
 #include <cstdint>
 #include <deque>

@@ -122,7 +122,7 @@ class InProcessMember final : public std::enable_shared_from_this<InProcessMembe
   const std::shared_ptr<SystemTimer> timer_;
   const InProcessMemberConfig config_;
   const PartitionCount partitions_;
-  boost::intrusive_ptr<Step> step_;
+  Ref<Step> step_;
   Next next_ = Next::join;
   Phase phase_ = Phase::joining;
   bool frozen_ = false;

@@ -6,7 +6,6 @@
 // request and read the answer: a slow or hostile client costs one socket for a bounded time.
 #pragma once
 
-
 #include <atomic>
 #include <chrono>
 #include <cstddef>
