@@ -292,7 +292,8 @@ void DelayedOperation::listen(std::unique_ptr<detail::OutcomeListener> listener)
   if ((signals_.fetch_or(kListening, std::memory_order_acq_rel) & kFinished) == 0) {
     return;  // finish() will call it
   }
-  const std::unique_ptr<detail::OutcomeListener> now = std::move(listener_);  // callbacks already ran
+  const std::unique_ptr<detail::OutcomeListener> now =
+      std::move(listener_);  // callbacks already ran
   now->on_outcome(outcome());
 }
 

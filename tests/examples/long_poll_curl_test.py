@@ -112,9 +112,9 @@ try:
     start = time.monotonic()
     withdrawn = eventually(lambda: stats()["withdrawn"] == 1 and stats()["waiting"] == 0)
     took = time.monotonic() - start
-    check(parked and withdrawn and logged("wait key=gone: withdrawn"),
+    check(parked and withdrawn and logged("wait key=gone: cancelled"),
           f"killing the curl parked on key=gone withdrew its wait {took:.2f} s later "
-          "(stats: withdrawn 1, waiting 0; log: 'wait key=gone: withdrawn ...')")
+          "(stats: withdrawn 1, waiting 0; log: 'wait key=gone: cancelled ...')")
 
     # 4. Two waits in sequence on one kept-alive connection: curl reuses it for the second URL
     #    (num_connects 0), and the server accepted one connection for both.

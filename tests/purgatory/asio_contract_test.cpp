@@ -22,9 +22,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #endif
 
-#include "purgatory_test_support.hpp"
 #include "contract_support.hpp"
 #include "purgatory_contract_support.hpp"
+#include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
@@ -344,8 +344,9 @@ TEST_CASE(
   p.purgatory.async_watch(op, {1}, recorder(io.get_executor(), first));
   CHECK_THROWS_AS(p.purgatory.async_watch(op, {2}, recorder(io.get_executor(), refused)),
                   OperationAlreadyWatched);
-  CHECK_THROWS_AS(p.purgatory.async_watch(OperationRef(), {1}, recorder(io.get_executor(), refused)),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      p.purgatory.async_watch(OperationRef(), {1}, recorder(io.get_executor(), refused)),
+      std::invalid_argument);
   auto other = probe(1s);
   CHECK_THROWS_AS(
       p.purgatory.async_watch(other, std::span<const int>(), recorder(io.get_executor(), refused)),

@@ -14,8 +14,8 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 
-#include "purgatory_test_support.hpp"
 #include "contract_support.hpp"
+#include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
@@ -24,7 +24,6 @@ namespace purgatory::test {
 namespace {
 
 using contract::Signal;
-
 
 TEST_CASE(
     "regression: async_watch cancelled through its cancellation slot: once the "
@@ -36,13 +35,13 @@ TEST_CASE(
   boost::asio::cancellation_signal cancel;
   boost::system::error_code got_ec;
   Outcome got = Outcome::completed;
-  p.purgatory.async_watch(
-      op, {1},
-      boost::asio::bind_cancellation_slot(
-          cancel.slot(), boost::asio::bind_executor(io, [&](boost::system::error_code ec, Outcome o) {
-            got_ec = ec;
-            got = o;
-          })));
+  p.purgatory.async_watch(op, {1},
+                          boost::asio::bind_cancellation_slot(
+                              cancel.slot(), boost::asio::bind_executor(
+                                                 io, [&](boost::system::error_code ec, Outcome o) {
+                                                   got_ec = ec;
+                                                   got = o;
+                                                 })));
   op->completable = true;  // any check that reaches it would complete it
   Signal copied;
   Signal aborted;

@@ -44,8 +44,8 @@ struct Completions {
   std::vector<Seen> seen;
 
   auto handler() {
-    return asio::bind_executor(io,
-                               [this](error_code ec, Outcome outcome) { seen.emplace_back(ec, outcome); });
+    return asio::bind_executor(
+        io, [this](error_code ec, Outcome outcome) { seen.emplace_back(ec, outcome); });
   }
 };
 
@@ -78,7 +78,8 @@ TEST_CASE("async_watch: completed by its first try: the handler is still posted,
   CHECK(p.purgatory.watched() == 0);
 }
 
-TEST_CASE("async_watch: the timeout passes: (no error, expired), and shutdown(): (no error, shut_down)") {
+TEST_CASE(
+    "async_watch: the timeout passes: (no error, expired), and shutdown(): (no error, shut_down)") {
   ManualPurgatory<int> p;
   asio::io_context io;
   Completions c{io, {}};
@@ -197,8 +198,7 @@ TEST_CASE(
   ManualPurgatory<int> p;
   asio::io_context io;
   Completions c{io, {}};
-  CHECK_THROWS_AS(p.purgatory.async_watch(OperationRef(), {1}, c.handler()),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(p.purgatory.async_watch(OperationRef(), {1}, c.handler()), std::invalid_argument);
   auto op = mock(1s);
   CHECK_THROWS_AS(p.purgatory.async_watch(op, std::span<const int>(), c.handler()),
                   std::invalid_argument);
@@ -220,7 +220,8 @@ TEST_CASE(
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
 using namespace asio::experimental::awaitable_operators;
 
-TEST_CASE("async_watch: with use_awaitable, co_await gives the outcome, and a refusal throws there") {
+TEST_CASE(
+    "async_watch: with use_awaitable, co_await gives the outcome, and a refusal throws there") {
   ManualPurgatory<int> p;
   asio::io_context io;
   auto op = mock(1s);
@@ -258,7 +259,8 @@ TEST_CASE(
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        got = co_await p.purgatory.async_watch(op, 1, asio::redirect_error(asio::use_awaitable, ec));
+        got =
+            co_await p.purgatory.async_watch(op, 1, asio::redirect_error(asio::use_awaitable, ec));
       },
       asio::bind_cancellation_slot(cancel.slot(), asio::detached));
   io.poll();
@@ -322,20 +324,22 @@ TEST_CASE(
     auto& r = *rounds.emplace_back(std::make_unique<Round>());
     r.op = mock(std::chrono::microseconds(rng() % 1500));
     asio::post(strand, [&, i] {
-      waits.async_watch(r.op, {i},
-                        asio::bind_cancellation_slot(
-                            r.cancel.slot(), asio::bind_executor(strand, [&](error_code ec, Outcome o) {
-                              r.agrees = (o == Outcome::cancelled) == (ec == kAborted) &&
-                                         o == r.op->outcome() && o != Outcome::pending;
-                              r.handled.fetch_add(1);
-                              handled.fetch_add(1);
-                            })));
+      waits.async_watch(
+          r.op, {i},
+          asio::bind_cancellation_slot(r.cancel.slot(),
+                                       asio::bind_executor(strand, [&](error_code ec, Outcome o) {
+                                         r.agrees = (o == Outcome::cancelled) == (ec == kAborted) &&
+                                                    o == r.op->outcome() && o != Outcome::pending;
+                                         r.handled.fetch_add(1);
+                                         handled.fetch_add(1);
+                                       })));
     });
     const auto spin = std::chrono::microseconds(rng() % 1500);
     const bool cancel_first = (rng() & 1) != 0;
     const auto pause = [spin] {
       const auto until = std::chrono::steady_clock::now() + spin;
-      while (std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      while (std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
     };
     if (cancel_first) pause();
     asio::post(strand, [&r] { r.cancel.emit(asio::cancellation_type::terminal); });
@@ -357,8 +361,8 @@ TEST_CASE(
                        << by_outcome[4]);
   CHECK(wrong == 0);
   CHECK(by_outcome[0] == 0);
-  CHECK(by_outcome[4] > 0);                    // the cancellations raced and won some
-  CHECK(by_outcome[1] + by_outcome[2] > 0);    // and lost some
+  CHECK(by_outcome[4] > 0);                  // the cancellations raced and won some
+  CHECK(by_outcome[1] + by_outcome[2] > 0);  // and lost some
   CHECK(waits.watched() == 0);
   const PurgatoryMetrics m = waits.metrics();
   CHECK(m.completed_total + m.expired_total + m.cancelled_total == kOps);

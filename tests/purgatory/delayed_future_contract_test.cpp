@@ -13,16 +13,15 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory_test_support.hpp"
 #include "contract_support.hpp"
 #include "purgatory_contract_support.hpp"
+#include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
 
 // What a DelayedFuture's response callback saw.
 struct Response {

@@ -1,4 +1,5 @@
-// delayed_operation.hpp: every promise of DelayedOperation, detail::OutcomeListener and make_operation.
+// delayed_operation.hpp: every promise of DelayedOperation, detail::OutcomeListener and
+// make_operation.
 #include "purgatory/delayed_operation.hpp"
 #include "purgatory/detail/operation_access.hpp"
 
@@ -14,17 +15,16 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory_test_support.hpp"
-#include "contract_support.hpp"
 #include "allocation_counter.hpp"
+#include "contract_support.hpp"
 #include "purgatory_contract_support.hpp"
+#include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
 
 class Listener final : public detail::OutcomeListener {
  public:
@@ -43,7 +43,6 @@ class Listener final : public detail::OutcomeListener {
   contract::Probe* op_;
   std::atomic<bool>& before_callbacks_;
 };
-
 
 TEST_CASE(
     "delayed_operation.hpp: exactly one outcome per operation, decided under its lock, so "
@@ -333,8 +332,8 @@ TEST_CASE(
     std::function<void()> f_;
   };
   auto listened = probe(1s);
-  detail::OperationAccess::listen(*listened, 
-      std::make_unique<CallingListener>([&] { call_everything(*listened); }));
+  detail::OperationAccess::listen(
+      *listened, std::make_unique<CallingListener>([&] { call_everything(*listened); }));
   p.purgatory.try_complete_else_watch(listened, {3});
   CHECK(listened->force_complete());
   CHECK(callbacks_ok == 3);
@@ -480,8 +479,9 @@ TEST_CASE(
   ManualPurgatory<int> p;
   auto op = probe(10ms);
   detail::OperationAccess::listen(*op, std::make_unique<Listener>(calls, seen, op, early));
-  CHECK_THROWS_AS(detail::OperationAccess::listen(*op, std::make_unique<Listener>(calls, seen, op, early)),
-                  std::logic_error);
+  CHECK_THROWS_AS(
+      detail::OperationAccess::listen(*op, std::make_unique<Listener>(calls, seen, op, early)),
+      std::logic_error);
   p.purgatory.try_complete_else_watch(op, {1});
   CHECK(calls == 0);
   p.advance(20ms);
@@ -495,14 +495,15 @@ TEST_CASE(
   detail::OperationAccess::listen(*done, std::make_unique<Listener>(late_calls, seen, done, early));
   CHECK(late_calls == 1);  // at once, on this thread
   CHECK(seen.load() == Outcome::completed);
-  CHECK_THROWS_AS(
-      detail::OperationAccess::listen(*done, std::make_unique<Listener>(late_calls, seen, done, early)),
-      std::logic_error);
+  CHECK_THROWS_AS(detail::OperationAccess::listen(
+                      *done, std::make_unique<Listener>(late_calls, seen, done, early)),
+                  std::logic_error);
   CHECK(late_calls == 1);
   auto fresh = probe(1s);
   CHECK_THROWS_AS(detail::OperationAccess::listen(*fresh, nullptr), std::invalid_argument);
   std::atomic<int> fresh_calls{0};
-  detail::OperationAccess::listen(*fresh, std::make_unique<Listener>(fresh_calls, seen, fresh, early));
+  detail::OperationAccess::listen(*fresh,
+                                  std::make_unique<Listener>(fresh_calls, seen, fresh, early));
   CHECK(fresh->force_complete());
   CHECK(fresh_calls == 1);  // the refused null listener did not take the place
 }
@@ -563,8 +564,7 @@ TEST_CASE(
   CHECK(op->expirations == 0);
 }
 
-TEST_CASE(
-    "delayed_operation.hpp: cancel() of an operation decided already, or never watched") {
+TEST_CASE("delayed_operation.hpp: cancel() of an operation decided already, or never watched") {
   ManualPurgatory<int> p;
   auto done = probe(1s);
   p.purgatory.try_complete_else_watch(done, {1});

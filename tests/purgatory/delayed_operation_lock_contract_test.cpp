@@ -1,5 +1,5 @@
-// delayed_operation.hpp: DelayedOperation's memory, its timeout, force_complete(), safe_try_complete(),
-// its lock, and make_operation().
+// delayed_operation.hpp: DelayedOperation's memory, its timeout, force_complete(),
+// safe_try_complete(), its lock, and make_operation().
 #include "purgatory/delayed_operation.hpp"
 #include "purgatory/detail/operation_access.hpp"
 
@@ -15,17 +15,16 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory_test_support.hpp"
-#include "contract_support.hpp"
 #include "allocation_counter.hpp"
+#include "contract_support.hpp"
 #include "purgatory_contract_support.hpp"
+#include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
 
 TEST_CASE(
     "delayed_operation.hpp: memory: 128 bytes holding the first key's watch, more keys one block "
@@ -37,8 +36,8 @@ TEST_CASE(
   int flag = 0;
   auto condition = [&flag] { return flag != 0; };
   auto on_complete = [&flag] { ++flag; };
-  using Made = detail::CallableOperation<decltype(condition), decltype(on_complete),
-                                         detail::NoCallback>;
+  using Made =
+      detail::CallableOperation<decltype(condition), decltype(on_complete), detail::NoCallback>;
   static_assert(sizeof(Made) <= 128 + 16, "make_operation() adds more than its callables");
   CHECK(sizeof(Made) == 128 + 16);
 #endif

@@ -15,18 +15,17 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory_test_support.hpp"
-#include "contract_support.hpp"
 #include "allocation_counter.hpp"
+#include "contract_support.hpp"
 #include "purgatory/timer/detail/task_pool.hpp"
 #include "purgatory_contract_support.hpp"
+#include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
 
 // Hashes as std::hash; while `probe` is set, calls it first (from whichever thread hashes).
 struct ProbingHash {

@@ -15,18 +15,17 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory_test_support.hpp"
-#include "contract_support.hpp"
 #include "allocation_counter.hpp"
+#include "contract_support.hpp"
 #include "purgatory/timer/detail/task_pool.hpp"
 #include "purgatory_contract_support.hpp"
+#include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
 
 TEST_CASE(
     "delayed_operation_purgatory.hpp: shutdown() stops accepting calls, then gives every waiting "
@@ -198,8 +197,8 @@ TEST_CASE(
     Signal& waiting_;
     std::atomic<bool>& done_;
   };
-  detail::OperationAccess::listen(*slow_listener, 
-      std::make_unique<SlowListener>(shutdown_waiting, listener_done));
+  detail::OperationAccess::listen(*slow_listener,
+                                  std::make_unique<SlowListener>(shutdown_waiting, listener_done));
   RaceSchedule schedule({.seed = RaceSchedule::seed(0),
                          .pause_probability = 0.0,
                          .actions = {{"DelayedOperationPurgatory::shutdown: completed all",

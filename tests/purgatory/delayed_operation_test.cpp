@@ -98,8 +98,9 @@ TEST_CASE("outcome listener: called once after the callbacks or at once if alrea
   op->force_complete();
   CHECK(calls == 1);
   CHECK(seen == Outcome::completed);
-  CHECK_THROWS_AS(detail::OperationAccess::listen(*op, std::make_unique<RecordingListener>(calls, seen)),
-                  std::logic_error);
+  CHECK_THROWS_AS(
+      detail::OperationAccess::listen(*op, std::make_unique<RecordingListener>(calls, seen)),
+      std::logic_error);
 
   std::atomic<int> late_calls{0};
   Outcome late = Outcome::pending;

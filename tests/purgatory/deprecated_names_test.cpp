@@ -11,10 +11,10 @@
 #include <stop_token>
 #endif
 
+#include <doctest/doctest.h>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/smart_ptr/intrusive_ptr.hpp>
-#include <doctest/doctest.h>
 
 #include "purgatory/asio.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
@@ -90,9 +90,8 @@ TEST_CASE(
   boost::intrusive_ptr<Old> op(new Old(1s));
   p.purgatory.try_complete_else_watch(op, {1});  // through Ref's 0.1 conversion
   Outcome seen = Outcome::pending;
-  async_wait_outcome(op, boost::asio::bind_executor(io, [&](boost::system::error_code, Outcome o) {
-                       seen = o;
-                     }));
+  async_wait_outcome(
+      op, boost::asio::bind_executor(io, [&](boost::system::error_code, Outcome o) { seen = o; }));
   op->done = true;
   CHECK(p.purgatory.check_and_complete(1) == 1);
   io.run();
@@ -115,9 +114,8 @@ TEST_CASE(
   Outcome after_stop = Outcome::pending;
   io.restart();
   async_wait_outcome(stopped, stop.get_token(),
-                     boost::asio::bind_executor(io, [&](boost::system::error_code, Outcome o) {
-                       after_stop = o;
-                     }));
+                     boost::asio::bind_executor(
+                         io, [&](boost::system::error_code, Outcome o) { after_stop = o; }));
   stop.request_stop();  // 0.2: cancels the operation
   io.run();
   CHECK(after_stop == Outcome::cancelled);
@@ -129,8 +127,9 @@ TEST_CASE("0.1 names: CallableTask, CallablePeriodicTask and CallableOperation")
   static_assert(std::is_base_of_v<TimerTask, CallableTask<decltype(f)>>);
   static_assert(std::is_base_of_v<PeriodicTask, CallablePeriodicTask<decltype(f)>>);
   auto c = [] { return true; };
-  static_assert(std::is_base_of_v<DelayedOperation,
-                                  CallableOperation<decltype(c), decltype(f), NoExpirationCallback>>);
+  static_assert(
+      std::is_base_of_v<DelayedOperation,
+                        CallableOperation<decltype(c), decltype(f), NoExpirationCallback>>);
   OperationLock lock;
   lock.lock();
   CHECK(lock.held_by_current_thread());

@@ -13,16 +13,15 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory_test_support.hpp"
 #include "contract_support.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory_contract_support.hpp"
+#include "purgatory_test_support.hpp"
 
 using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
 
 TEST_CASE(
     "errors.hpp: OperationAlreadyWatched and PurgatoryShutDown are std::logic_error naming the "

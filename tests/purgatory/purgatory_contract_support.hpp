@@ -13,9 +13,9 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory/delayed_operation.hpp"
 #include "contract_support.hpp"
 #include "operation_timeout.hpp"
+#include "purgatory/delayed_operation.hpp"
 #include "sanitizers.hpp"
 
 namespace purgatory::contract {

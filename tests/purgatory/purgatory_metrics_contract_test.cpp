@@ -10,15 +10,14 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory_test_support.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory_contract_support.hpp"
+#include "purgatory_test_support.hpp"
 
 using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
 
 TEST_CASE(
     "purgatory_metrics.hpp: the gauges and totals: watched and delayed now, completed (by "

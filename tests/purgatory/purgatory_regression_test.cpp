@@ -10,8 +10,8 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory_test_support.hpp"
 #include "contract_support.hpp"
+#include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
@@ -20,7 +20,6 @@ namespace purgatory::test {
 namespace {
 
 using contract::Signal;
-
 
 TEST_CASE(
     "regression: a timeout of SystemTimer::kMaxDelay is accepted while the timer's "

@@ -9,8 +9,8 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory/delayed_operation_purgatory.hpp"
 #include "manual_timer.hpp"
+#include "purgatory/delayed_operation_purgatory.hpp"
 #include "race_schedule.hpp"
 
 using namespace std::chrono_literals;
@@ -31,8 +31,7 @@ RaceSchedule::Options once_at(const char* point, std::function<void()> action) {
 // A purgatory on a manual clock, tasks inline.
 struct SnapshotFixture {
   ManualClock clock;
-  std::shared_ptr<SystemTimer> timer =
-      std::make_shared<SystemTimer>(ManualTimer::options(clock));
+  std::shared_ptr<SystemTimer> timer = std::make_shared<SystemTimer>(ManualTimer::options(clock));
   DelayedOperationPurgatory<int> purgatory{timer, options()};
 
   static PurgatoryOptions options() {
@@ -89,7 +88,6 @@ TEST_CASE(
   CHECK(snap.keys[0].operations[0].watched_since <= snap.now);
   f.purgatory.shutdown();
 }
-
 
 }  // namespace
 }  // namespace purgatory::test

@@ -179,8 +179,8 @@ TEST_CASE("snapshot: consistent while 3 threads complete and the timer expires c
     std::atomic<bool>& flag;
   };
   for (int i = 0; i < kOps; ++i) {
-    detail::OperationAccess::listen(*ops[static_cast<std::size_t>(i)], 
-        std::make_unique<Done>(finished[static_cast<std::size_t>(i)]));
+    detail::OperationAccess::listen(*ops[static_cast<std::size_t>(i)],
+                                    std::make_unique<Done>(finished[static_cast<std::size_t>(i)]));
     p.purgatory.try_complete_else_watch(ops[static_cast<std::size_t>(i)],
                                         {std::to_string(i % 16), std::to_string((i * 7) % 16)});
   }

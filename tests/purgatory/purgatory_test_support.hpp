@@ -8,12 +8,12 @@
 #include <string>
 #include <thread>
 
-#include "purgatory/delayed_operation.hpp"
 #include "manual_timer.hpp"
 #include "operation_timeout.hpp"
-#include "sanitizers.hpp"
+#include "purgatory/delayed_operation.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory/timer/system_timer.hpp"
+#include "sanitizers.hpp"
 
 namespace purgatory::test {
 

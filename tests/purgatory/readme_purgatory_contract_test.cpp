@@ -14,8 +14,8 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory_test_support.hpp"
 #include "purgatory_contract_support.hpp"
+#include "purgatory_test_support.hpp"
 
 using namespace std::chrono_literals;
 

@@ -343,15 +343,16 @@ TEST_CASE(
   asio::io_context io;
   std::vector<std::string> task_errors;
   std::vector<std::string> op_errors;  // both written on the io thread only
-  auto timer = std::make_shared<purgatory::AsioTimer>(io, purgatory::TimerOptions{
-      .name = "broker",
-      .on_task_error = [&](const purgatory::TimerTask&, std::exception_ptr e) {
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-          task_errors.emplace_back(ex.what());
-        }
-      }});
+  auto timer = std::make_shared<purgatory::AsioTimer>(
+      io, purgatory::TimerOptions{
+              .name = "broker",
+              .on_task_error = [&](const purgatory::TimerTask&, std::exception_ptr e) {
+                try {
+                  std::rethrow_exception(e);
+                } catch (const std::exception& ex) {
+                  task_errors.emplace_back(ex.what());
+                }
+              }});
   purgatory::PurgatoryOptions options;
   options.name = "fetch";
   options.shards = 1;

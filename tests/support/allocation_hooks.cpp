@@ -50,9 +50,10 @@ bool fail_this_one() noexcept {
   ThreadState& s = t_state;
   if (!s.armed) return false;
   ++s.armed_allocations;
-  const bool fail = s.fail_at != 0 &&
-                    (s.armed_allocations == s.fail_at ||
-                     (s.mode == purgatory::sweep::Mode::persistent && s.armed_allocations > s.fail_at));
+  const bool fail =
+      s.fail_at != 0 &&
+      (s.armed_allocations == s.fail_at ||
+       (s.mode == purgatory::sweep::Mode::persistent && s.armed_allocations > s.fail_at));
   if (fail) ++s.injected;
 #if defined(__GLIBC__)
   if (fail && s.mode == purgatory::sweep::Mode::transient) {

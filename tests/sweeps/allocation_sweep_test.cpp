@@ -39,8 +39,8 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #endif
-#include "operation_timeout.hpp"
 #include "fault_injection.hpp"
+#include "operation_timeout.hpp"
 
 #include "purgatory/asio.hpp"
 #include "purgatory/delayed_future.hpp"

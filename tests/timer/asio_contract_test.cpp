@@ -68,8 +68,8 @@ TEST_CASE(
   CHECK_THROWS_WITH_AS(purgatory::AsioTimer(io, TimerOptions{.clock = &clock}),
                        doctest::Contains("SteadyClock"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(
-      purgatory::AsioTimer(io, TimerOptions{.executor = std::make_shared<AsioExecutor>(
-                                                io.get_executor())}),
+      purgatory::AsioTimer(
+          io, TimerOptions{.executor = std::make_shared<AsioExecutor>(io.get_executor())}),
       doctest::Contains("executor"), std::invalid_argument);
 }
 

@@ -6,12 +6,12 @@
 #include <thread>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <doctest/doctest.h>
 
 #include "purgatory/timer/async.hpp"
 
@@ -93,7 +93,8 @@ TEST_CASE("AsioTimer: a cancel from another thread disarms it too") {
   // Something else keeps io running until the other thread has cancelled.
   auto guard = boost::asio::make_work_guard(io);
   std::thread canceller([&] {
-    while (!armed.load()) std::this_thread::yield();
+    while (!armed.load())
+      std::this_thread::yield();
     CHECK(task->cancel());
     guard.reset();
   });
@@ -110,7 +111,8 @@ TEST_CASE("AsioTimer: async_wait() on it, and a task added from a task, run with
   int order = 0;
   int waited_at = 0;
   int chained_at = 0;
-  purgatory::async_wait(timer, 5ms, boost::asio::bind_executor(io, [&](boost::system::error_code ec) {
+  purgatory::async_wait(timer, 5ms,
+                        boost::asio::bind_executor(io, [&](boost::system::error_code ec) {
                           CHECK_FALSE(ec);
                           waited_at = ++order;
                           timer.add(make_task([&] { chained_at = ++order; }), 5ms);
@@ -133,7 +135,8 @@ TEST_CASE("AsioTimer: two threads running the io_context: each of 2000 tasks run
   CHECK(ran_out_of_work(io, 60s));
   second.join();
   int once = 0;
-  for (const auto& r : runs) once += r.load() == 1 ? 1 : 0;
+  for (const auto& r : runs)
+    once += r.load() == 1 ? 1 : 0;
   CHECK(once == kTasks);
 }
 
@@ -145,7 +148,8 @@ TEST_CASE("AsioTimer: on a strand, destroyed with tasks pending: none runs and i
     timer.add(make_task([&] { ++ran; }), 1h);
     timer.add(make_task([&] { ++ran; }), 1ms);
     const auto start = Clock::now();
-    while (ran == 0 && Clock::now() - start < 30s) (void)io.run_one_for(1s);
+    while (ran == 0 && Clock::now() - start < 30s)
+      (void)io.run_one_for(1s);
     CHECK(ran == 1);  // the driver is armed for the hour now
   }
   CHECK(ran_out_of_work(io, 30s));

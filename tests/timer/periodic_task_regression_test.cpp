@@ -8,8 +8,8 @@
 
 #include <doctest/doctest.h>
 
-#include "timer_test_support.hpp"
 #include "race_schedule.hpp"
+#include "timer_test_support.hpp"
 
 using namespace std::chrono_literals;
 using purgatory::Nanos;

@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "timer_test_support.hpp"
 #include "contract_support.hpp"
 #include "platform/thread_name.hpp"
 #include "purgatory/timer/executor.hpp"
+#include "timer_test_support.hpp"
 
 #include "allocation_counter.hpp"
 #include "sanitizers.hpp"

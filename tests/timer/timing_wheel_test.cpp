@@ -157,7 +157,7 @@ TEST_CASE("TimingWheel: a huge wheel (4096 slots) finds buckets across bitmap wo
 // (add() makes levels too). Half the expirations fall at a level's edge, where its lag matters.
 TEST_CASE("TimingWheel: after reserve_levels(e), add(e) makes no level, for any clock and e") {
   std::vector<purgatory::Ref<NoopTask>> tasks;  // outlive the wheel, which unlinks them
-  TimingWheel wheel(10, 5, 1003);                     // levels of 50, 250, 1250, ... wide
+  TimingWheel wheel(10, 5, 1003);               // levels of 50, 250, 1250, ... wide
   std::mt19937_64 rng(27);
   const auto draw = [&rng](std::int64_t n) {  // uniform in [0, n)
     return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));

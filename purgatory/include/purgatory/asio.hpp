@@ -33,8 +33,8 @@
 /// OperationAlreadyWatched, PurgatoryShutDown, std::bad_alloc), and std::logic_error for an
 /// operation another wait listens to; the handler is then never called and its executor is left as
 /// it was. With use_awaitable (also inside redirect_error() or bind_cancellation_slot()) those
-/// are thrown at the co_await instead. Once accepted, the completion allocates nothing with an io_context's executor or the
-/// system executor, so an outcome always reaches its handler.
+/// are thrown at the co_await instead. Once accepted, the completion allocates nothing with an
+/// io_context's executor or the system executor, so an outcome always reaches its handler.
 #pragma once
 
 #include <stdexcept>
@@ -69,8 +69,8 @@ template <class CompletionToken>
 [[deprecated("use DelayedOperationPurgatory::async_watch()")]] auto async_wait_outcome(
     const OperationRef& op, CompletionToken&& token) {
   if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
-  return detail::dispatch_outcome<detail::InitiateOutcomeWait>(
-      std::forward<CompletionToken>(token), op, detail::StopToken());
+  return detail::dispatch_outcome<detail::InitiateOutcomeWait>(std::forward<CompletionToken>(token),
+                                                               op, detail::StopToken());
 }
 
 #if defined(__cpp_lib_jthread)
@@ -79,8 +79,8 @@ template <class CompletionToken>
 [[deprecated("use DelayedOperationPurgatory::async_watch() and a cancellation slot")]] auto
 async_wait_outcome(const OperationRef& op, std::stop_token stop, CompletionToken&& token) {
   if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
-  return detail::dispatch_outcome<detail::InitiateOutcomeWait>(
-      std::forward<CompletionToken>(token), op, std::move(stop));
+  return detail::dispatch_outcome<detail::InitiateOutcomeWait>(std::forward<CompletionToken>(token),
+                                                               op, std::move(stop));
 }
 #endif
 

@@ -148,7 +148,8 @@ class DelayedFuture final : public DelayedOperation {
         OperationRef op;
         {
           const std::lock_guard<std::mutex> lock(link->mu);
-          op = OperationRef(link->op);  // alive: on_complete() clears the link before the last reference goes
+          op = OperationRef(
+              link->op);  // alive: on_complete() clears the link before the last reference goes
         }
         PURGATORY_RACE_POINT("DelayedFuture: took the operation from its link, before checking");
         if (op) op->safe_try_complete();
@@ -214,8 +215,7 @@ class DelayedFuturePurgatory {
   /// whether it completed at once is its is_completed(). Throws what
   /// DelayedOperationPurgatory::try_complete_else_watch() throws, or std::bad_alloc: then nothing
   /// is watched and the callback never runs.
-  Ref<DelayedFuture<T>> try_complete_else_watch(Nanos timeout,
-                                                std::vector<SharedFuture<T>> futures,
+  Ref<DelayedFuture<T>> try_complete_else_watch(Nanos timeout, std::vector<SharedFuture<T>> futures,
                                                 typename DelayedFuture<T>::Callback callback) {
     auto op = make_operation<DelayedFuture<T>>(timeout, std::move(futures), std::move(callback));
     op->check_when_futures_complete();

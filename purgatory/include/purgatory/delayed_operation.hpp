@@ -210,9 +210,9 @@ class PURGATORY_EXPORT DelayedOperation : private TimerTask, private detail::Wat
   std::uint16_t registry_slot_ = 0;        // guarded by lock_
   const Nanos timeout_;
   static constexpr Nanos kNotWatched{-1};
-  std::atomic<Nanos> watched_since_{kNotWatched};  // written under lock_
-  detail::WatchRegistry* registry_ = nullptr;       // guarded by lock_ while pending
-  detail::ExtraWatchNodes* extra_nodes_ = nullptr;  // guarded by lock_: nodes of keys 2..n
+  std::atomic<Nanos> watched_since_{kNotWatched};      // written under lock_
+  detail::WatchRegistry* registry_ = nullptr;          // guarded by lock_ while pending
+  detail::ExtraWatchNodes* extra_nodes_ = nullptr;     // guarded by lock_: nodes of keys 2..n
   std::unique_ptr<detail::OutcomeListener> listener_;  // published by signals_
 };
 
@@ -226,16 +226,17 @@ concept OperationType = std::derived_from<T, DelayedOperation>;
 /// A completion condition: callable with no arguments, returning whether the operation can
 /// complete now.
 template <class F>
-concept CompletionCondition = std::is_invocable_r_v<bool, std::decay_t<F>&>;
+concept CompletionCondition =
+    std::is_invocable_r_v<bool, std::add_lvalue_reference_t<std::decay_t<F>>>;
 
 /// An on_complete callback of make_operation(): callable with no arguments or with the Outcome.
 template <class F>
-concept CompletionCallback =
-    std::is_invocable_v<std::decay_t<F>&> || std::is_invocable_v<std::decay_t<F>&, Outcome>;
+concept CompletionCallback = std::invocable<std::add_lvalue_reference_t<std::decay_t<F>>> ||
+    std::invocable<std::add_lvalue_reference_t<std::decay_t<F>>, Outcome>;
 
 /// An on_expiration callback of make_operation(): callable with no arguments.
 template <class F>
-concept ExpirationCallback = std::is_invocable_v<std::decay_t<F>&>;
+concept ExpirationCallback = std::invocable<std::add_lvalue_reference_t<std::decay_t<F>>>;
 
 /// Builds an operation of type T (derived from DelayedOperation) from `args`.
 template <OperationType T, class... Args>

@@ -28,7 +28,7 @@ struct PurgatoryMetrics {
   std::uint64_t shut_down_total = 0;  ///< completed by shutdown()
   /// Withdrawn: cancelled (Outcome::cancelled), or handed back undecided by cancel_for_key()
   std::uint64_t cancelled_total = 0;
-  LatencyHistogram::Summary waited;   ///< from watch to outcome, over every outcome
+  LatencyHistogram::Summary waited;             ///< from watch to outcome, over every outcome
   LatencyHistogram::Snapshot waited_histogram;  ///< the same, every bucket and the sum
 };
 

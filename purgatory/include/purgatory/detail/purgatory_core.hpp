@@ -372,8 +372,8 @@ class PurgatoryCore {
   // The part the operations reference (kept alive by them while they are watched).
   class State final : public detail::PurgatoryState {
    public:
-    State(PurgatoryCore& owner, std::string name, CallbackErrorHandler on_error,
-          const Clock& clock, std::size_t shards)
+    State(PurgatoryCore& owner, std::string name, CallbackErrorHandler on_error, const Clock& clock,
+          std::size_t shards)
         : PurgatoryState(std::move(name), std::move(on_error), clock, shards), owner_(&owner) {}
 
     void unwatch(DelayedOperation& op, Outcome outcome) noexcept override {
@@ -463,7 +463,8 @@ class PurgatoryCore {
     if (Access::try_complete_locked(op)) return Watch::completed_watched;
     PURGATORY_RACE_POINT("DelayedOperationPurgatory::watch: linked, before the timeout");
     try {
-      TimerAccess::add_at(*timer_, Access::task(op), watched_at + std::max(op.timeout(), Nanos::zero()));
+      TimerAccess::add_at(*timer_, Access::task(op),
+                          watched_at + std::max(op.timeout(), Nanos::zero()));
     } catch (const TimerRejected&) {
       // No timeout can be enforced: end it now rather than let it wait forever (its callbacks
       // run when the lock is released).

@@ -75,8 +75,9 @@ class AsioTimer final : public SystemTimer {
                                   "io_context)");
     }
     if (options.clock != nullptr && dynamic_cast<const SteadyClock*>(options.clock) == nullptr) {
-      throw std::invalid_argument("AsioTimer '" + options.name +
-                                  "': the clock must be a SteadyClock (its wait is a steady_timer)");
+      throw std::invalid_argument(
+          "AsioTimer '" + options.name +
+          "': the clock must be a SteadyClock (its wait is a steady_timer)");
     }
     options.executor = std::make_shared<AsioExecutor>(executor);
     options.driver = TimerOptions::Driver::external;
@@ -92,11 +93,11 @@ class [[deprecated("use AsioTimer")]] AsioDriver {
  public:
   /// Starts driving `timer` from `executor`. Throws std::invalid_argument if the timer's clock is
   /// not a SteadyClock.
-  AsioDriver(boost::asio::any_io_executor executor, SystemTimer& timer)
+  AsioDriver(boost::asio::any_io_executor executor, SystemTimer & timer)
       : driver_(std::make_unique<detail::AsioClockDriver>(std::move(executor), checked(timer))) {}
 
  private:
-  static SystemTimer& checked(SystemTimer& timer) {
+  static SystemTimer& checked(SystemTimer & timer) {
     if (dynamic_cast<const SteadyClock*>(&timer.clock()) == nullptr) {
       throw std::invalid_argument(
           "AsioDriver: the timer must use SteadyClock (steady_timer waits on steady_clock)");

@@ -12,6 +12,14 @@
 
 namespace purgatory {
 
+/// A class whose pointers convert to `To*` (itself, or a class derived from To): a Ref to it
+/// converts to a Ref<To>.
+template <class From, class To>
+concept PointerConvertibleTo = std::convertible_to<From*, To*>;
+/// A class that pointers to `From` convert to (From itself, or a base of From).
+template <class To, class From>
+concept PointerConvertibleFrom = std::convertible_to<From*, To*>;
+
 /// Shared ownership of an object that carries its own reference count: a TimerTask, a
 /// DelayedOperation, or a class derived from either. make_task(), make_periodic() and
 /// make_operation() return one; hold one while you use the object, drop it when you no longer
@@ -40,13 +48,11 @@ class Ref {
   /// Takes over `other`'s reference; `other` is left empty.
   Ref(Ref&& other) noexcept : object_(std::exchange(other.object_, nullptr)) {}
   /// A reference to a derived class's object as its base.
-  template <class U>
-    requires std::convertible_to<U*, T*>
+  template <PointerConvertibleTo<T> U>
   Ref(const Ref<U>& other) noexcept  // NOLINT(google-explicit-constructor)
       : Ref(other.get()) {}
   /// Takes over a derived class's reference.
-  template <class U>
-    requires std::convertible_to<U*, T*>
+  template <PointerConvertibleTo<T> U>
   Ref(Ref<U>&& other) noexcept  // NOLINT(google-explicit-constructor)
       : object_(other.detach()) {}
   /// Drops the reference.
@@ -90,14 +96,12 @@ class Ref {
   }
 
   /// Version 0.1 handed out boost::intrusive_ptr: a Ref converts from one and to one.
-  template <class U>
-    requires std::convertible_to<U*, T*>
+  template <PointerConvertibleTo<T> U>
   [[deprecated("use purgatory::Ref")]] Ref(  // NOLINT(google-explicit-constructor)
       const boost::intrusive_ptr<U>& other) noexcept
       : Ref(other.get()) {}
   /// As above: to boost::intrusive_ptr.
-  template <class U>
-    requires std::convertible_to<T*, U*>
+  template <PointerConvertibleFrom<T> U>
   [[deprecated("use purgatory::Ref")]] operator boost::intrusive_ptr<U>()  // NOLINT
       const noexcept {
     return boost::intrusive_ptr<U>(object_);

@@ -166,7 +166,7 @@ concept TimerTaskType = std::derived_from<T, TimerTask>;
 
 /// A callable make_task() and make_periodic() can run: callable with no arguments.
 template <class F>
-concept TaskFunction = std::invocable<std::decay_t<F>&>;
+concept TaskFunction = std::invocable<std::add_lvalue_reference_t<std::decay_t<F>>>;
 
 /// Builds a task of type T (derived from TimerTask) and returns a reference to it.
 template <TimerTaskType T, class... Args>

@@ -6,5 +6,6 @@
 
 namespace purgatory {
 /// Version 0.1's name; not part of the API any more.
-using TimerTaskList [[deprecated("an implementation detail of SystemTimer")]] = detail::TimerTaskList;
+using TimerTaskList [[deprecated("an implementation detail of SystemTimer")]] =
+    detail::TimerTaskList;
 }  // namespace purgatory

@@ -12,9 +12,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <optional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include <boost/asio/any_io_executor.hpp>

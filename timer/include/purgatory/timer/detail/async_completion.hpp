@@ -36,7 +36,6 @@
 
 namespace purgatory::detail {
 
-
 #if defined(__cpp_lib_jthread)
 using StopToken = std::stop_token;
 #else
@@ -218,9 +217,7 @@ class AsyncCompletion {
     done_.store(true, std::memory_order_release);
   }
 
-  [[nodiscard]] bool is_done() const noexcept {
-    return done_.load(std::memory_order_acquire);
-  }
+  [[nodiscard]] bool is_done() const noexcept { return done_.load(std::memory_order_acquire); }
 
   // Routes cancellation requests, from `stop` and from the handler's cancellation slot, to
   // cancel(target). Returns whether any can come. `target` owns this object; the
