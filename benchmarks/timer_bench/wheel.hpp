@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "purgatory/timer/ref.hpp"
 #include "purgatory/timer/system_timer.hpp"
 #include "timer_under_test.hpp"
 
@@ -49,7 +50,7 @@ class WheelImpl {
     void run() override { payload(); }
   };
   purgatory::SystemTimer timer_;
-  std::vector<boost::intrusive_ptr<Task>> tasks_;
+  std::vector<purgatory::Ref<Task>> tasks_;
 };
 
 static_assert(TimerUnderTest<WheelImpl>);
