@@ -114,10 +114,13 @@ void issue_requests(Impl& impl, RateRun& run, ArrivingThread& me) {
   std::vector<int> keys(static_cast<std::size_t>(config.keys));
   Stats& stats = run.stats();
   const Clock::time_point start = run.start();
+  // Locals, not reads through `run` and `me`: the loop keeps them in registers across add().
   const bool timed = run.timed();
+  const double duration_s = config.duration_s;
+  const long share = me.share;
   double arrival_s = 0;
   long i = 0;
-  const auto more = [&] { return timed ? arrival_s < config.duration_s : i < me.share; };
+  const auto more = [&] { return timed ? arrival_s < duration_s : i < share; };
   me.last = start;
   while (more()) {
     // Issue every request due by now in one batch, then sleep until the next one is due: a
