@@ -17,6 +17,7 @@
 #include "workload.hpp"
 
 namespace timer_bench {
+namespace {
 
 // kAbsolute: AddAtCancel (deadlines from a time read once per round), else AddCancel.
 template <TimerUnderTest Impl, bool kAbsolute = false>
@@ -51,4 +52,5 @@ void add_cancel(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+}  // namespace
 }  // namespace timer_bench

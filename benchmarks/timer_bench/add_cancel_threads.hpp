@@ -16,6 +16,7 @@
 #include "workload.hpp"
 
 namespace timer_bench {
+namespace {
 
 constexpr int kMaxThreads = 8;
 // The probes are created one after the other, so neighbours in memory; threads' probes sit
@@ -63,4 +64,5 @@ void add_cancel_threads(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+}  // namespace
 }  // namespace timer_bench

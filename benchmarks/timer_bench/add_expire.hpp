@@ -15,6 +15,7 @@
 #include "workload.hpp"
 
 namespace timer_bench {
+namespace {
 
 template <TimerUnderTest Impl>
 void add_expire(benchmark::State& state) {
@@ -40,4 +41,5 @@ void add_expire(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 
+}  // namespace
 }  // namespace timer_bench

@@ -23,6 +23,7 @@
 #include "timer_under_test.hpp"
 
 namespace timer_bench {
+namespace {
 
 class AsioImpl {
  public:
@@ -108,4 +109,5 @@ class AsioImpl {
 
 static_assert(TimerUnderTest<AsioImpl>);
 
+}  // namespace
 }  // namespace timer_bench

@@ -12,6 +12,7 @@
 #include "timer_under_test.hpp"
 
 namespace timer_bench {
+namespace {
 
 class HeapImpl {
  public:
@@ -84,4 +85,5 @@ class HeapImpl {
 
 static_assert(TimerUnderTest<HeapImpl>);
 
+}  // namespace
 }  // namespace timer_bench

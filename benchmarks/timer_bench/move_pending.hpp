@@ -14,6 +14,7 @@
 #include "workload.hpp"
 
 namespace timer_bench {
+namespace {
 
 enum class Move { readd, reschedule, cancel_add };
 
@@ -47,4 +48,5 @@ void move_pending(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+}  // namespace
 }  // namespace timer_bench

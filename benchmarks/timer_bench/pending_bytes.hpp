@@ -18,6 +18,7 @@
 #include "workload.hpp"
 
 namespace timer_bench {
+namespace {
 
 #if defined(__GLIBC__)
 // Bytes of heap in use, every arena (malloc's per-block overhead included), plus the task pool's.
@@ -47,4 +48,5 @@ void pending_bytes(benchmark::State& state) {
 #endif
 }
 
+}  // namespace
 }  // namespace timer_bench

@@ -9,6 +9,7 @@
 #include "timer_under_test.hpp"
 
 namespace timer_bench {
+namespace {
 
 class MultimapImpl {
  public:
@@ -56,4 +57,5 @@ class MultimapImpl {
 
 static_assert(TimerUnderTest<MultimapImpl>);
 
+}  // namespace
 }  // namespace timer_bench

@@ -15,6 +15,11 @@
 //   t.aborted()                    handlers run for cancelled waits (Asio)
 //   t.start_io_thread(), t.stop_io_thread()  a thread of its own runs its handlers while
 //                                  benchmark threads add and cancel (Asio)
+//
+// These headers make up one translation unit, main.cpp's, and their code has internal linkage (an
+// unnamed namespace) as it had when the program was one file: g++ then inlines the functions each
+// benchmark calls once (plain_loop, loop, the workloads) into it, so the timed loops keep their
+// counters in registers and compile to the same code as before the split.
 #pragma once
 
 #include <chrono>
@@ -27,6 +32,7 @@
 #include "purgatory/timer/clock.hpp"
 
 namespace timer_bench {
+namespace {
 
 using purgatory::Nanos;
 
@@ -72,4 +78,5 @@ concept TimerUnderTest = std::constructible_from<T, std::size_t> &&
   t.loop(state, body);
 };
 
+}  // namespace
 }  // namespace timer_bench

@@ -13,6 +13,7 @@
 #include "timer_under_test.hpp"
 
 namespace timer_bench {
+namespace {
 
 class WheelImpl {
  public:
@@ -55,4 +56,5 @@ class WheelImpl {
 
 static_assert(TimerUnderTest<WheelImpl>);
 
+}  // namespace
 }  // namespace timer_bench

@@ -11,6 +11,7 @@
 #include "timer_under_test.hpp"
 
 namespace timer_bench {
+namespace {
 
 constexpr std::uint64_t kSeed = 20240611;
 constexpr Nanos kCancelSpan = std::chrono::seconds(60);  // AddCancel, Readd, Reschedule: 0..60 s
@@ -38,4 +39,5 @@ void schedule_pending(Impl& impl, std::size_t pending, Nanos span) {
     impl.add(i, delays[i]);
 }
 
+}  // namespace
 }  // namespace timer_bench
