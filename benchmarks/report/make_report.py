@@ -319,7 +319,7 @@ def main():
     w("absolute times move by tens of percent between runs. Each table compares implementations measured")
     w("side by side in one run of one program, timer figures are medians of the repetitions, and every")
     w("implementation does the same work with the same payload (see the header comments of")
-    w("`benchmarks/timer_bench.cpp` and `benchmarks/purgatory_bench.cpp`).")
+    w("`benchmarks/timer_bench/main.cpp` and `benchmarks/purgatory_bench/main.cpp`).")
     w("")
     w("## Machine")
     w("")

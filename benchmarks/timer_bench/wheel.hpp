@@ -1,0 +1,60 @@
+// Wheel: ours, purgatory::SystemTimer, as the brief configures it: an external driver
+// (advance_clock()), tasks run inline (InlineExecutor), SteadyClock, the default tick and wheel
+// size (1 ms x 20 slots per level).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "purgatory/timer/ref.hpp"
+#include "purgatory/timer/system_timer.hpp"
+#include "timer_under_test.hpp"
+
+namespace timer_bench {
+namespace {
+
+class WheelImpl {
+ public:
+  explicit WheelImpl(std::size_t n) : timer_(options()) {
+    tasks_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i)
+      tasks_.push_back(purgatory::make_task<Task>());
+  }
+  void add(std::size_t i, Nanos delay) { timer_.add(tasks_[i], delay); }
+  void add_at(std::size_t i, std::int64_t deadline) { timer_.add_at(tasks_[i], Nanos{deadline}); }
+  bool cancel(std::size_t i) { return tasks_[i]->cancel(); }
+  bool reschedule(std::size_t i, Nanos delay) { return timer_.reschedule(*tasks_[i], delay); }
+  void expire_due() { timer_.advance_clock(Nanos{0}); }
+  [[nodiscard]] std::uint64_t runs(std::size_t i) const { return tasks_[i]->payload.runs; }
+  template <class Body>
+  void loop(benchmark::State& state, Body& body) {
+    plain_loop(state, body);
+  }
+  // What the library holds for `pending` scheduled tasks beyond the user's own members.
+  [[nodiscard]] double library_bytes_per_task(std::size_t pending) const {
+    return static_cast<double>(sizeof(purgatory::TimerTask)) +
+           static_cast<double>(timer_.wheel_memory_bytes()) / static_cast<double>(pending);
+  }
+
+ private:
+  // The brief's configuration: driven by advance_clock(), tasks run inline, defaults otherwise.
+  static purgatory::TimerOptions options() {
+    purgatory::TimerOptions o;
+    o.executor = std::make_shared<purgatory::InlineExecutor>();
+    o.driver = purgatory::TimerOptions::Driver::external;
+    return o;
+  }
+  struct Task final : purgatory::TimerTask {
+    Payload payload;
+    void run() override { payload(); }
+  };
+  purgatory::SystemTimer timer_;
+  std::vector<purgatory::Ref<Task>> tasks_;
+};
+
+static_assert(TimerUnderTest<WheelImpl>);
+
+}  // namespace
+}  // namespace timer_bench
