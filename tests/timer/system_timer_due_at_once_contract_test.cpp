@@ -139,6 +139,35 @@ TEST_CASE(
   CHECK(nesting.inside_add == 0);
 }
 
+TEST_CASE(
+    "system_timer.hpp: max_pending counts the wheel only: a due task moved into the wheel takes a "
+    "unit of the limit, moved back out it gives it back, and cancelled it leaves the count "
+    "right") {
+  ManualTimer m(1ms, 20, /*max_pending=*/1);
+  auto a = make_task<CountingTask>();
+  auto b = make_task<CountingTask>();
+  m.timer.add(a, Nanos::zero());                        // due: not in the wheel, no unit
+  m.timer.add(b, 5ms);                                  // the one unit
+  CHECK_THROWS_AS(m.timer.add(a, 5ms), TimerRejected);  // into the wheel: no unit left
+  CHECK(m.timer.size() == 2);
+  CHECK(b->cancel());
+  m.timer.add(a, 5ms);  // from the due list into the wheel: takes the unit
+  CHECK_THROWS_AS(m.timer.add(b, 5ms), TimerRejected);
+  m.timer.add(a, -1ms);  // back to the due list: gives it back
+  m.timer.add(b, 5ms);
+  CHECK(a->cancel());
+  CHECK_THROWS_AS(m.timer.add(a, 7ms), TimerRejected);
+  m.advance(5ms);
+  CHECK(b->runs == 1);
+  CHECK(a->runs == 0);
+  for (int i = 0; i < 3; ++i) {  // the count is back to 0, not below: one unit, every time
+    m.timer.add(a, 1ms);
+    CHECK_THROWS_AS(m.timer.add(b, 1ms), TimerRejected);
+    m.advance(1ms);
+  }
+  CHECK(a->runs == 3);
+}
+
 // A fixed-rate periodic task whose every run moves the clock past its next deadlines: each run's
 // end adds the next run when it is already due.
 class Jumping final : public PeriodicTask {
