@@ -1,0 +1,314 @@
+// Contract tests for purgatory/timer/system_timer.hpp: what drivers see: advance_clock(), arm()
+// and the wakeup hook, batches, and the queries (size(), next_expiration(), memory).
+#include "purgatory/timer/system_timer.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "race_schedule.hpp"
+#include "timer_contract_support.hpp"
+
+using namespace std::chrono_literals;
+using namespace purgatory;
+using purgatory::detail::ClockWaiter;
+using namespace purgatory::contract;
+using namespace purgatory::test;
+
+namespace {
+
+// Calls `timer`'s members from wherever it is run (a task, an executor): with a timer lock held
+// by the caller, the first of them would deadlock.
+void call_every_member(SystemTimer& timer, const TaskRef& other) {
+  (void)timer.size();
+  (void)timer.size_per_level();
+  (void)timer.wheel_memory_bytes();
+  (void)timer.next_expiration();
+  (void)timer.is_closed();
+  (void)timer.wakeups();
+  timer.add(other, 1h);
+  (void)timer.reschedule(*other, 2h);
+  (void)other->cancel();
+  timer.add_at(other, timer.clock().now() + 1h);
+  (void)other->cancel();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "system_timer.hpp: with Driver::external nothing expires until advance_clock() is called") {
+  ManualTimer m;
+  auto task = purgatory::make_task<CountingTask>();
+  m.timer.add(task, 1ms);
+  m.clock.advance(5ms);
+  CHECK(task->runs == 0);
+  CHECK(m.timer.advance_clock(Nanos::zero()));
+  CHECK(task->runs == 1);
+}
+
+TEST_CASE(
+    "system_timer.hpp: advance_clock() hands the executor batches of at most kMaxBatch tasks and "
+    "releases its lock between them: the executor may call the timer") {
+  struct Recording final : purgatory::Executor {
+    SystemTimer* timer = nullptr;
+    TaskRef other = purgatory::make_task<CountingTask>();
+    std::vector<std::size_t> sizes;
+    void execute(ExpiredBatch& batch) override {
+      sizes.push_back(batch.size());
+      call_every_member(*timer, other);  // no timer lock held
+      batch.run_all();
+    }
+  };
+  auto recording = std::make_shared<Recording>();
+  ManualClock clock;
+  SystemTimer timer(TimerOptions{
+      .clock = &clock, .executor = recording, .driver = TimerOptions::Driver::external});
+  recording->timer = &timer;
+  std::atomic<int> runs{0};
+  for (int i = 0; i < 1000; ++i)
+    timer.add(purgatory::make_task([&] { runs.fetch_add(1); }), 5ms);
+  clock.advance(5ms);
+  const Watchdog watchdog("advance_clock with an executor calling the timer");
+  CHECK(timer.advance_clock(Nanos::zero()));
+  CHECK(runs.load() == 1000);
+  std::size_t total = 0;
+  for (const std::size_t s : recording->sizes) {
+    CHECK(s <= SystemTimer::kMaxBatch);
+    total += s;
+  }
+  CHECK(total == 1000);
+  CHECK(recording->sizes.size() >= 4);
+  timer.close();
+}
+
+TEST_CASE(
+    "system_timer.hpp: advance_clock(): max_wait <= 0 never blocks, it returns whether any "
+    "bucket was due") {
+  ManualTimer m;
+  CHECK_FALSE(m.timer.advance_clock(Nanos::zero()));
+  CHECK_FALSE(m.timer.advance_clock(-1s));
+  auto task = purgatory::make_task<CountingTask>();
+  m.timer.add(task, 2ms);
+  m.clock.advance(1ms);
+  CHECK_FALSE(m.timer.advance_clock(Nanos::zero()));
+  m.clock.advance(1ms);
+  CHECK(m.timer.advance_clock(Nanos::zero()));
+  CHECK(task->runs == 1);
+}
+
+TEST_CASE(
+    "system_timer.hpp: advance_clock(Nanos::max()) waits until something is due, or until "
+    "close()") {
+  {
+    ManualTimer m;
+    auto task = purgatory::make_task<CountingTask>();
+    m.timer.add(task, 5ms);
+    std::atomic<bool> returned{false};
+    Nanos returned_at{-1};
+    std::thread waiter([&] {
+      CHECK(m.timer.advance_clock(Nanos::max()));
+      returned_at = m.clock.now();
+      returned = true;
+    });
+    for (int i = 0; i < 5; ++i) {
+      std::this_thread::sleep_for(2ms);
+      CHECK_FALSE(returned.load());
+      m.clock.advance(1ms);
+    }
+    waiter.join();
+    CHECK(returned_at >= 5ms);
+    CHECK(task->runs == 1);
+  }
+  {
+    ManualTimer m;
+    std::atomic<bool> result{true};
+    Signal started;
+    std::thread waiter([&] {
+      started.set();
+      result = m.timer.advance_clock(Nanos::max());
+    });
+    REQUIRE(started.wait());
+    std::this_thread::sleep_for(5ms);
+    m.timer.close();
+    waiter.join();  // close() woke it
+    CHECK_FALSE(result.load());
+  }
+}
+
+TEST_CASE(
+    "system_timer.hpp: advance_clock(max_wait) on a ManualClock waits until the clock moved "
+    "max_wait, then returns false when nothing is due") {
+  ManualTimer m;
+  m.timer.add(purgatory::make_task<CountingTask>(), 1h);
+  std::atomic<bool> done{false};
+  Nanos returned_at{-1};
+  bool result = true;
+  std::thread waiter([&] {
+    result = m.timer.advance_clock(5ms);
+    returned_at = m.clock.now();
+    done = true;
+  });
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
+  while (!done.load() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(1ms);
+    m.clock.advance(1ms);
+  }
+  waiter.join();
+  CHECK_FALSE(result);
+  CHECK(returned_at >= 5ms);
+}
+
+TEST_CASE(
+    "system_timer.hpp: size() counts the tasks in the wheel, not those expired and waiting for "
+    "the executor, size_per_level() lists them finest level first") {
+  ManualClock clock;
+  auto stash = std::make_shared<StashExecutor>();
+  SystemTimer timer(
+      TimerOptions{.clock = &clock, .executor = stash, .driver = TimerOptions::Driver::external});
+  for (const auto d : {1ms, 5ms, 25ms, 30ms, 500ms})
+    timer.add(purgatory::make_task<CountingTask>(), d);
+  CHECK(timer.size() == 5);
+  CHECK(timer.size_per_level() == std::vector<std::size_t>{2, 2, 1});
+  clock.advance(1ms);
+  timer.advance_clock(Nanos::zero());
+  CHECK(stash->held() == 1);
+  CHECK(timer.size() == 4);
+  stash->run_all();
+  timer.close();
+}
+
+TEST_CASE(
+    "system_timer.hpp: wheel_memory_bytes() does not grow with the tasks, only with the levels") {
+  ManualTimer m;
+  const std::size_t empty = m.timer.wheel_memory_bytes();
+  std::vector<TaskRef> tasks;
+  for (int i = 0; i < 5000; ++i) {
+    tasks.push_back(purgatory::make_task<CountingTask>());
+    m.timer.add(tasks.back(), std::chrono::milliseconds(1 + i % 19));
+  }
+  CHECK(m.timer.wheel_memory_bytes() == empty);
+  m.timer.add(purgatory::make_task<CountingTask>(), 10s);
+  CHECK(m.timer.wheel_memory_bytes() > empty);
+}
+
+TEST_CASE(
+    "system_timer.hpp: next_expiration() is the clock time of the earliest bucket, none when "
+    "nothing is scheduled") {
+  ManualTimer m(10ms, 20);
+  CHECK_FALSE(m.timer.next_expiration().has_value());
+  auto task = purgatory::make_task<CountingTask>();
+  m.timer.add(task, 25ms);
+  CHECK(m.timer.next_expiration() == std::optional<Nanos>(30ms));  // rounded up to the tick
+  m.timer.add(purgatory::make_task<CountingTask>(), 90ms);
+  CHECK(m.timer.next_expiration() == std::optional<Nanos>(30ms));
+  task->cancel();
+  CHECK(m.timer.next_expiration() == std::optional<Nanos>(90ms));
+  m.advance(90ms);
+  CHECK_FALSE(m.timer.next_expiration().has_value());
+}
+
+TEST_CASE(
+    "system_timer.hpp: clock(), tick() and name() are the options given, by default SteadyClock, "
+    "1 ms ticks and 20 slots per level") {
+  SystemTimer defaults(TimerOptions{.driver = TimerOptions::Driver::external});
+  CHECK(defaults.tick() == 1ms);
+  CHECK(defaults.name() == "timer");
+  CHECK(&defaults.clock() == &purgatory::SteadyClock::instance());
+  defaults.add(purgatory::make_task<CountingTask>(), 18ms);
+  CHECK(defaults.size_per_level().size() == 1);
+  defaults.add(purgatory::make_task<CountingTask>(), 25ms);  // past 20 x 1 ms
+  CHECK(defaults.size_per_level().size() == 2);
+  defaults.close();
+  ManualClock clock;
+  SystemTimer given(TimerOptions{
+      .name = "given", .tick = 3ms, .clock = &clock, .driver = TimerOptions::Driver::external});
+  CHECK(given.tick() == 3ms);
+  CHECK(given.name() == "given");
+  CHECK(&given.clock() == &clock);
+}
+
+TEST_CASE(
+    "system_timer.hpp: the wakeup hook is called, with no lock held, when an add() is due before "
+    "the instant arm() last returned, and arm() returns next_expiration(), or the step of an "
+    "ahead-of-time cascade when one is due first") {
+  ManualClock clock;
+  SystemTimer timer(TimerOptions{.clock = &clock,
+                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
+                                 .driver = TimerOptions::Driver::external});
+  int calls = 0;
+  const Watchdog watchdog("wakeup hook calling the timer");
+  timer.set_wakeup_hook([&] {
+    ++calls;
+    (void)timer.size();  // no lock held
+  });
+  CHECK_FALSE(timer.arm().has_value());
+  timer.add(purgatory::make_task<CountingTask>(), 10ms);
+  CHECK(calls == 1);  // earlier than "nothing"
+  CHECK(timer.arm() == std::optional<Nanos>(10ms));
+  timer.add(purgatory::make_task<CountingTask>(), 15ms);
+  CHECK(calls == 1);  // not earlier
+  timer.add(purgatory::make_task<CountingTask>(), 5ms);
+  CHECK(calls == 2);
+  // All in the finest level (1 ms x 20): nothing to cascade, arm() is the earliest bucket.
+  CHECK(timer.arm() == std::optional<Nanos>(5ms));
+  CHECK(timer.arm() == timer.next_expiration());
+  // A task in a coarse bucket (20 ms and up) is cascaded ahead of time: arm() may ask for that
+  // step before the earliest bucket, never later, and once the driver made its passes it is the
+  // earliest bucket again.
+  timer.add(purgatory::make_task<CountingTask>(), 30ms);
+  std::optional<Nanos> armed = timer.arm();
+  REQUIRE(armed.has_value());
+  CHECK(*armed <= 5ms);
+  for (int pass = 0; pass < 20 && armed != timer.next_expiration(); ++pass) {
+    if (*armed > clock.now()) clock.advance(*armed - clock.now());
+    CHECK_FALSE(timer.advance_clock(Nanos::zero()));  // a cascade step: nothing was due yet
+    armed = timer.arm();
+    REQUIRE(armed.has_value());
+  }
+  CHECK(armed == std::optional<Nanos>(5ms));
+  CHECK(calls == 2);
+}
+
+TEST_CASE(
+    "system_timer.hpp: no lock is held while a task runs or the executor is called: both may call "
+    "every member, and advance_clock() from an inline task does not deadlock") {
+  struct Calling final : purgatory::Executor {
+    SystemTimer* timer = nullptr;
+    TaskRef other = purgatory::make_task<CountingTask>();
+    void execute(ExpiredBatch& batch) override {
+      call_every_member(*timer, other);
+      batch.run_all();
+    }
+  };
+  auto calling = std::make_shared<Calling>();
+  ManualClock clock;
+  SystemTimer timer(
+      TimerOptions{.clock = &clock, .executor = calling, .driver = TimerOptions::Driver::external});
+  calling->timer = &timer;
+  const Watchdog watchdog("a task and an executor calling the timer");
+  auto other = purgatory::make_task<CountingTask>();
+  bool ran = false;
+  timer.add(purgatory::make_task([&] {
+              call_every_member(timer, other);
+              (void)timer.advance_clock(Nanos::zero());
+              ran = true;
+            }),
+            1ms);
+  clock.advance(1ms);
+  CHECK(timer.advance_clock(Nanos::zero()));
+  CHECK(ran);
+  timer.close();
+}

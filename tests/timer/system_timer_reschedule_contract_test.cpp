@@ -1,0 +1,250 @@
+// Contract tests for purgatory/timer/system_timer.hpp: reschedule(), alone and racing expiry.
+#include "purgatory/timer/system_timer.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "race_schedule.hpp"
+#include "timer_contract_support.hpp"
+
+using namespace std::chrono_literals;
+using namespace purgatory;
+using purgatory::detail::ClockWaiter;
+using namespace purgatory::contract;
+using namespace purgatory::test;
+
+TEST_CASE(
+    "system_timer.hpp: reschedule() of a pending task moves it in place and returns true: no "
+    "reference count change, one run at the new deadline") {
+  ManualClock clock;
+  auto stash = std::make_shared<StashExecutor>();
+  SystemTimer timer(
+      TimerOptions{.clock = &clock, .executor = stash, .driver = TimerOptions::Driver::external});
+  auto advance = [&](Nanos by) {
+    clock.advance(by);
+    timer.advance_clock(Nanos::zero());
+    stash->run_all();
+  };
+  std::vector<Nanos> ran_at;
+  auto task = purgatory::make_task([&] { ran_at.push_back(clock.now()); });
+  timer.add(task, 10ms);
+  const auto refs = task->use_count();
+  CHECK(timer.reschedule(*task, 4ms));  // in the wheel
+  CHECK(task->use_count() == refs);
+  advance(4ms);
+  CHECK(ran_at == std::vector<Nanos>{4ms});
+  timer.add(task, 1ms);
+  clock.advance(1ms);
+  timer.advance_clock(Nanos::zero());
+  REQUIRE(stash->held() == 1);
+  CHECK(timer.reschedule(*task, 3ms));  // expired, not yet started
+  stash->run_all();                     // that run is withdrawn
+  CHECK(ran_at.size() == 1);
+  advance(3ms);
+  CHECK(ran_at == std::vector<Nanos>{4ms, 8ms});
+  advance(20ms);
+  CHECK(ran_at.size() == 2);
+}
+
+TEST_CASE(
+    "system_timer.hpp: reschedule() returns false and schedules nothing for a task never added, "
+    "cancelled, or whose run already started (it ran at the old deadline)") {
+  ManualTimer m;
+  auto idle = purgatory::make_task<CountingTask>();
+  CHECK_FALSE(m.timer.reschedule(*idle, 1ms));
+  m.timer.add(idle, 5ms);
+  CHECK(idle->cancel());
+  CHECK_FALSE(m.timer.reschedule(*idle, 1ms));
+  bool moved = true;
+  std::vector<Nanos> ran_at;
+  TaskRef self;
+  self = purgatory::make_task([&] {
+    ran_at.push_back(m.clock.now());
+    moved = m.timer.reschedule(*self, 5ms);
+  });
+  m.timer.add(self, 2ms);
+  for (int i = 0; i < 20; ++i)
+    m.advance(1ms);
+  CHECK_FALSE(moved);
+  CHECK(ran_at == std::vector<Nanos>{2ms});
+  CHECK(m.timer.size() == 0);
+  CHECK(idle->runs == 0);
+}
+
+TEST_CASE(
+    "system_timer.hpp: reschedule() racing the start of the run: true means one run at the new "
+    "deadline, false means the run already started at the old one (exact interleavings)") {
+  struct Case {
+    const char* point;
+    bool expect_moved;
+  };
+  for (const Case c : {Case{"ExpiredBatch::run_all: before the claim", true},
+                       Case{"ExpiredBatch::run_all: claimed, before run", false}}) {
+    INFO(c.point);
+    ManualClock clock;
+    auto stash = std::make_shared<StashExecutor>();
+    SystemTimer timer(
+        TimerOptions{.clock = &clock, .executor = stash, .driver = TimerOptions::Driver::external});
+    std::vector<Nanos> ran_at;
+    auto task = purgatory::make_task([&] { ran_at.push_back(clock.now()); });
+    timer.add(task, 1ms);
+    clock.advance(1ms);
+    timer.advance_clock(Nanos::zero());
+    bool moved = !c.expect_moved;
+    bool first = true;
+    RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                           .pause_probability = 0.0,
+                           .actions = {{c.point, [&] {
+                                          if (!std::exchange(first, false)) return;
+                                          std::thread other(
+                                              [&] { moved = timer.reschedule(*task, 5ms); });
+                                          other.join();
+                                        }}}});
+    stash->run_all();
+    CHECK(moved == c.expect_moved);
+    for (int i = 0; i < 10; ++i) {
+      clock.advance(1ms);
+      timer.advance_clock(Nanos::zero());
+      stash->run_all();
+    }
+    CHECK(ran_at == std::vector<Nanos>{c.expect_moved ? 6ms : 1ms});
+    CHECK(timer.size() == 0);
+  }
+  // The claim lands between reschedule()'s look at the task and its taking it.
+  ManualClock clock;
+  auto stash = std::make_shared<StashExecutor>();
+  SystemTimer timer(
+      TimerOptions{.clock = &clock, .executor = stash, .driver = TimerOptions::Driver::external});
+  std::atomic<int> runs{0};
+  auto task = purgatory::make_task([&] { runs.fetch_add(1); });
+  timer.add(task, 1ms);
+  clock.advance(1ms);
+  timer.advance_clock(Nanos::zero());
+  Signal at_window;
+  Signal claimed;
+  bool first = true;
+  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
+                         .pause_probability = 0.0,
+                         .actions = {{"SystemTimer::schedule: state read", [&] {
+                                        if (!std::exchange(first, false)) return;
+                                        at_window.set();
+                                        CHECK(claimed.wait());
+                                      }}}});
+  bool moved = true;
+  std::thread rescheduler([&] { moved = timer.reschedule(*task, 5ms); });
+  REQUIRE(at_window.wait());
+  stash->run_all();  // claims and runs while reschedule() holds the timer's lock
+  claimed.set();
+  rescheduler.join();
+  CHECK_FALSE(moved);
+  CHECK(runs.load() == 1);
+  CHECK(timer.size() == 0);
+  CHECK_FALSE(task->is_pending());
+}
+
+TEST_CASE(
+    "system_timer.hpp: reschedule() racing expiry on a 2-thread executor: one run either way, "
+    "true leaves it pending for the new deadline, false means its run already started (seeded "
+    "schedule, 40 "
+    "rounds)") {
+  std::uint64_t window_hits = 0;
+  int moved_total = 0;
+  for (std::uint64_t round = 0; round < 40; ++round) {
+    const std::uint64_t seed = RaceSchedule::seed(round);
+    INFO("seed " << seed);
+    ManualClock clock;
+    auto pool = std::make_shared<PoolExecutor>(2);
+    SystemTimer timer(
+        TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+    RaceSchedule schedule({.seed = seed, .pause_probability = 0.5, .max_pause = 100us});
+    std::atomic<int> runs{0};
+    std::atomic<Nanos::rep> ran_at{-1};
+    auto task = purgatory::make_task([&] {
+      ran_at = clock.now().count();
+      runs.fetch_add(1);
+    });
+    timer.add(task, 1ms);
+    std::thread expirer([&] {
+      clock.advance(1ms);
+      timer.advance_clock(Nanos::zero());
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(seed % 200));
+    const bool moved = timer.reschedule(*task, 50ms);
+    // true: one run, scheduled at the new deadline; false: the old run has started.
+    CHECK(task->is_pending() == moved);
+    expirer.join();
+    for (int i = 0; i < 60; ++i) {
+      clock.advance(1ms);
+      timer.advance_clock(Nanos::zero());
+    }
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (runs.load() < 1 && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::yield();
+    pool->shutdown();
+    CHECK(runs.load() == 1);
+    if (moved) CHECK(ran_at.load() >= Nanos(50ms).count());  // 50 ms after a clock at 0 or 1 ms
+    moved_total += moved ? 1 : 0;
+    window_hits += schedule.hits("ExpiredBatch::run_all");
+  }
+  CHECK(window_hits > 0);
+  MESSAGE("reschedule() won " << moved_total << " of 40 races");
+}
+
+TEST_CASE(
+    "system_timer.hpp: reschedule() throws as add() does: std::invalid_argument for a bad delay "
+    "or a task pending in another timer, TimerRejected when closed, or at max_pending for a task "
+    "that must re-enter the wheel") {
+  ManualTimer m(1ms, 20, /*max_pending=*/1);
+  auto task = purgatory::make_task<CountingTask>();
+  m.timer.add(task, 5ms);
+  CHECK_THROWS_AS((void)m.timer.reschedule(*task, SystemTimer::kMaxDelay + 1ns),
+                  std::invalid_argument);
+  CHECK(task->is_pending());  // unchanged
+  ManualTimer other;
+  CHECK_THROWS_WITH_AS((void)other.timer.reschedule(*task, 1ms), doctest::Contains("another timer"),
+                       std::invalid_argument);
+
+  // At max_pending, a task expired but not started must re-enter the wheel: refused, and its
+  // pending run is left as it was.
+  ManualClock clock;
+  auto stash = std::make_shared<StashExecutor>();
+  SystemTimer full(TimerOptions{.clock = &clock,
+                                .executor = stash,
+                                .driver = TimerOptions::Driver::external,
+                                .max_pending = 1});
+  auto expired = purgatory::make_task<CountingTask>();
+  full.add(expired, 1ms);
+  clock.advance(1ms);
+  full.advance_clock(Nanos::zero());
+  full.add(purgatory::make_task<CountingTask>(), 1h);  // the wheel is full
+  try {
+    (void)full.reschedule(*expired, 5ms);
+    FAIL("reschedule() into a full wheel must throw");
+  } catch (const TimerRejected& e) {
+    CHECK(e.reason() == TimerRejected::Reason::pending_limit);
+  }
+  stash->run_all();
+  CHECK(expired->runs == 1);  // the run it had still happens
+
+  m.timer.close();
+  try {
+    (void)m.timer.reschedule(*task, 1ms);
+    FAIL("reschedule() after close() must throw");
+  } catch (const TimerRejected& e) {
+    CHECK(e.reason() == TimerRejected::Reason::closed);
+  }
+}
