@@ -50,7 +50,8 @@ The headers, by component: `purgatory/timer/*.hpp` (`purgatory::timer`) and `pur
 safety in its description.
 ")
 
-foreach(guide IN ITEMS docs/design docs/contracts docs/live-view docs/benchmarks CHANGELOG)
+foreach(guide IN ITEMS docs/design docs/contracts docs/live-view docs/embedding docs/performance
+                      docs/benchmarks docs/reliability docs/demo-broker CHANGELOG)
   string(REGEX REPLACE "[/-]" "_" label "md_${guide}")  # the page doxygen makes of <guide>.md
   string(REPLACE "](${guide}.md)" "](@ref ${label})" page "${page}")
 endforeach()
