@@ -368,5 +368,47 @@ TEST_CASE(
   CHECK(m.completed_total + m.expired_total + m.cancelled_total == kOps);
 }
 
+TEST_CASE(
+    "async_watch: an io_context running only an AsioTimer and a purgatory returns from run() by "
+    "itself once the last of 40 operations ended (20 completed early, 20 expired): no reset, no "
+    "stop(), each handler once") {
+  asio::io_context io;
+  AsioTimer timer(io);
+  DelayedOperationPurgatory<int> waits(timer);
+  constexpr int kOps = 40;
+  std::vector<MockRef> ops;
+  std::vector<int> handled(kOps, 0);
+  std::vector<Outcome> outcome(kOps, Outcome::pending);
+  for (int i = 0; i < kOps; ++i) {
+    // Even ones wait an hour and are completed by a check; odd ones expire after 5..44 ms.
+    ops.push_back(mock(i % 2 == 0 ? std::chrono::hours(1) : std::chrono::milliseconds(5 + i)));
+    waits.async_watch(ops.back(), i, asio::bind_executor(io, [&, i](error_code ec, Outcome o) {
+                        CHECK_FALSE(ec);
+                        ++handled[static_cast<std::size_t>(i)];
+                        outcome[static_cast<std::size_t>(i)] = o;
+                      }));
+  }
+  // The checks come from a task on the same timer: the io_context has no other work.
+  timer.add(make_task([&] {
+              for (int i = 0; i < kOps; i += 2) {
+                ops[static_cast<std::size_t>(i)]->completable = true;
+                CHECK(waits.check_and_complete(i) == 1);
+              }
+            }),
+            std::chrono::milliseconds(20));
+  const auto started = std::chrono::steady_clock::now();
+  (void)io.run_for(std::chrono::seconds(60));
+  CHECK(io.stopped());  // ran out of work: returned by itself
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(30));
+  for (int i = 0; i < kOps; ++i) {
+    CAPTURE(i);
+    CHECK(handled[static_cast<std::size_t>(i)] == 1);
+    CHECK(outcome[static_cast<std::size_t>(i)] ==
+          (i % 2 == 0 ? Outcome::completed : Outcome::expired));
+  }
+  CHECK(waits.watched() == 0);
+  CHECK(timer.size() == 0);
+}
+
 }  // namespace
 }  // namespace purgatory::test
