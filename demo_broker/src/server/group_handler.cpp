@@ -40,7 +40,7 @@ void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& /*heade
   std::string outcome =
       fmt::format("this broker (node {}) coordinates '{}'", resp.node_id, req.key);
   if (req.key_type != kCoordinatorKeyGroup) {
-    // Transactions are not spoken here (InitProducerId is not advertised).
+    // Transactions are not spoken here (InitProducerId refuses transactional ids).
     resp = FindCoordinatorResponse{};
     resp.error_code = Errc::invalid_request;
     resp.error_message = fmt::format("key_type {}: this broker coordinates groups only (0)",
