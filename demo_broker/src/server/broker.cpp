@@ -109,13 +109,16 @@ Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
   };
   hooks.on_error = [this](std::string_view e) { log(e); };
   group_coordinator_ = std::make_unique<GroupCoordinator>(timer_, config_.groups, std::move(hooks));
-  group_handler_ = std::make_unique<GroupHandler>(*group_coordinator_, [this] {
-    FindCoordinatorResponse self;
-    self.node_id = config_.node_id;
-    self.host = advertised_host_;
-    self.port = port();
-    return self;
-  });
+  group_handler_ = std::make_unique<GroupHandler>(
+      *group_coordinator_,
+      [this] {
+        FindCoordinatorResponse self;
+        self.node_id = config_.node_id;
+        self.host = advertised_host_;
+        self.port = port();
+        return self;
+      },
+      [this](std::string_view line) { log(line); });
 }
 
 Broker::~Broker() {
