@@ -3,7 +3,8 @@
 // purgatories do: a fetch completing early when a produce brings enough bytes, a fetch expiring
 // empty after max_wait_ms, an acks=-1 produce completing when the followers catch up and one
 // timing out behind a slow follower, two consumers sharing a group until the heartbeat purgatory
-// expires one, then the purgatory metrics and how to explore with kcat.
+// expires one, an idempotent producer whose lost answer is retried and recognised (on a second
+// broker that loses produce answers), then the purgatory metrics and how to explore with kcat.
 #pragma once
 
 #include <chrono>
