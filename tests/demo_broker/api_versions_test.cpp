@@ -12,7 +12,7 @@ using pb::test::bytes_of;
 using pb::test::concat;
 
 TEST_CASE(
-    "the broker advertises ApiVersions 0..3, Metadata 0..8, Produce 3, Fetch 4, ListOffsets 1, "
+    "the broker advertises ApiVersions 0..3, Metadata 0..8, Produce 3..4, Fetch 4, ListOffsets 1, "
     "InitProducerId 0..5 and the group apis from v0 (librdkafka's balanced-consumer feature "
     "needs v0 of each)") {
   const std::vector<pb::ApiVersion> table = pb::broker_api_versions();
@@ -26,7 +26,7 @@ TEST_CASE(
   CHECK(find(pb::ApiKey::api_versions) == std::pair{0, 3});
   CHECK(find(pb::ApiKey::metadata) == std::pair{0, 8});
   CHECK(find(pb::ApiKey::init_producer_id) == std::pair{0, 5});
-  CHECK(find(pb::ApiKey::produce) == std::pair{3, 3});
+  CHECK(find(pb::ApiKey::produce) == std::pair{3, 4});
   CHECK(find(pb::ApiKey::fetch) == std::pair{4, 4});
   CHECK(find(pb::ApiKey::list_offsets) == std::pair{1, 1});
   // kafka-python 2.0.2 (api_version 0.11) sends FindCoordinator v0, JoinGroup v2, SyncGroup,

@@ -57,6 +57,7 @@ std::vector<Sample> sample_requests() {
   produce.transactional_id = "txn";
   produce.topics = {{"orders", {{0, pb::build_record_batch(recs, 1)}, {1, std::nullopt}}}};
   add("Produce v3", pb::encode_request(produce, 3, 3, client));
+  add("Produce v4", pb::encode_request(produce, 4, 3, client));
   pb::FetchRequest fetch;
   fetch.topics = {{"orders", {{0, 10, 1024}, {1, 20, 2048}}}};
   add("Fetch v4", pb::encode_request(fetch, 4, 4, client));

@@ -43,7 +43,7 @@ std::string api_key_name(ApiKey key) {
 std::optional<VersionRange> codec_versions(ApiKey key) noexcept {
   switch (key) {
     case ApiKey::produce:
-      return VersionRange{3, 3};
+      return VersionRange{3, 4};
     case ApiKey::fetch:
       return VersionRange{4, 4};
     case ApiKey::list_offsets:

@@ -111,7 +111,7 @@ def case_kafka_ts_produce_acks_all(broker, kafka_ts):
     log = broker.log()
     check(re.search(r"\[kafka-ts-e2e\] InitProducerId v\d corr=\d+: producer id \d+ epoch 0", log),
           "kafka-ts got its producer id from InitProducerId")
-    check(re.search(r"\[kafka-ts-e2e\] Produce v3 corr=\d+: completed: every follower caught up",
+    check(re.search(r"\[kafka-ts-e2e\] Produce v\d corr=\d+: completed: every follower caught up",
                     log),
           "its acks=-1 produces waited in the produce purgatory for the followers")
 

@@ -44,7 +44,7 @@ struct VersionRange {
 };
 
 // Versions of `key` this codec encodes and decodes; nullopt for a key it does not know.
-// ApiVersions 0..3, Metadata 0..8, Produce 3, Fetch 4, ListOffsets 1, InitProducerId 0..5; the
+// ApiVersions 0..3, Metadata 0..8, Produce 3..4, Fetch 4, ListOffsets 1, InitProducerId 0..5; the
 // consumer-group APIs in their non-flexible versions without static membership: FindCoordinator
 // 0..2, JoinGroup 0..4, SyncGroup 0..2, Heartbeat 0..2, LeaveGroup 0..1, OffsetCommit 0..6,
 // OffsetFetch 0..5, ListGroups 0..2, DescribeGroups 0..2.

@@ -42,7 +42,7 @@ struct ApiVersionsResponse {
 };
 
 // What the demo broker advertises: every api at exactly the versions codec_versions() decodes
-// and the broker answers: ApiVersions 0..3, Metadata 0..8, Produce 3..3, Fetch 4..4, ListOffsets
+// and the broker answers: ApiVersions 0..3, Metadata 0..8, Produce 3..4, Fetch 4..4, ListOffsets
 // 1..1, InitProducerId 0..5, and the consumer-group apis.
 [[nodiscard]] std::vector<ApiVersion> broker_api_versions();
 
