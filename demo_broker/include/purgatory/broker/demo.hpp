@@ -27,11 +27,12 @@ inline constexpr std::chrono::milliseconds kDemoFollowerDelays[] = {std::chrono:
                                                                     std::chrono::milliseconds(400)};
 
 // Plays the fetch and produce scenarios (not the consumer-group one, which needs the broker's
-// group settings) against a broker already listening on host:port whose two simulated
-// followers replicate after kDemoFollowerDelays, `pace` (>= 1) times slower than the scripted
-// timeline so that the live view can be watched, on topics named with `topic_suffix` ("early",
-// "quiet", ... plus the suffix). Prints the timeline to `out`. Returns 0 when every check passed.
-// Blocks for about 5 s times `pace`; call from a thread other than the broker's.
+// group settings, nor the idempotent producer's, which needs a broker that loses answers) against a
+// broker already listening on host:port whose two simulated followers replicate after
+// kDemoFollowerDelays, `pace` (>= 1) times slower than the scripted timeline so that the live view
+// can be watched, on topics named with `topic_suffix` ("early", "quiet", ... plus the suffix).
+// Prints the timeline to `out`. Returns 0 when every check passed. Blocks for about 5 s times
+// `pace`; call from a thread other than the broker's.
 int play_demo_scenarios(const std::string& host, std::uint16_t port, double pace,
                         const std::string& topic_suffix, std::FILE* out);
 
