@@ -177,9 +177,13 @@ int serve(pb::BrokerConfig config, const std::string& port_file, bool play_demo_
   }
   fmt::print(stderr,
              "demo_broker: node {}, {} partition(s) per topic, {} simulated follower(s), "
-             "max request {} bytes, max fetch response {} bytes{}\n",
+             "max request {} bytes, max fetch response {} bytes{}{}\n",
              c.node_id, c.partitions, c.replication_delays.size(), c.max_request_bytes,
-             c.fetch_max_bytes, c.verbose ? ", verbose" : "");
+             c.fetch_max_bytes, c.verbose ? ", verbose" : "",
+             c.fault_drop_produce_response_every == 0
+                 ? std::string()
+                 : fmt::format(", FAULT: every {} produce response(s) dropped",
+                               c.fault_drop_produce_response_every));
   io.run();
   return 0;
 }
@@ -230,6 +234,18 @@ int main(int argc, char** argv) {
   app.add_option("--retention-bytes", config.retention_bytes,
                  "per partition: beyond this the oldest replicated batches are dropped (0 keeps "
                  "everything)")
+      ->capture_default_str();
+  app.add_option("--max-producers-per-partition", config.max_producers_per_partition,
+                 "idempotent producers whose state (epoch, last 5 batches) each partition keeps "
+                 "to recognise their retries; beyond it the one idle longest is forgotten, and "
+                 "its next batch gets UNKNOWN_PRODUCER_ID unless it starts at sequence 0")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
+  app.add_option("--fault-drop-produce-response", config.fault_drop_produce_response_every,
+                 "a fault for tests and demos: every Nth Produce response (counted over all "
+                 "connections) is not sent; the connection is closed instead, after the records "
+                 "were appended, as if the network had lost the answer. Idempotent producers "
+                 "retry and are answered with their first attempt's offsets (0: off)")
       ->capture_default_str();
   app.add_option("--node-id", config.node_id, "this broker's node id in Metadata")
       ->capture_default_str()

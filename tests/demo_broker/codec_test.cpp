@@ -42,9 +42,10 @@ TEST_CASE("unsupported versions are unsupported_version, with the correlation id
     int key;
     int version;
   };
-  // Produce v2 and v7, Fetch v3 and v11, ListOffsets v0 and v2, Metadata v5, ApiVersions v4.
+  // Produce v2 and v7, Fetch v3 and v11, ListOffsets v0 and v2, Metadata v9 (flexible: header
+  // v2), ApiVersions v4, InitProducerId v6.
   for (const Case c : {Case{0, 2}, Case{0, 7}, Case{1, 3}, Case{1, 11}, Case{2, 0}, Case{2, 2},
-                       Case{3, 5}, Case{18, 4}, Case{3, -1}}) {
+                       Case{3, 9}, Case{18, 4}, Case{3, -1}, Case{22, 6}}) {
     CAPTURE(c.key);
     CAPTURE(c.version);
     pb::Writer w;
@@ -91,7 +92,7 @@ TEST_CASE("bytes after a complete request are trailing_bytes") {
 TEST_CASE("encoders refuse versions outside the codec with std::invalid_argument") {
   CHECK_THROWS_AS(pb::encode_request(pb::ProduceRequest{}, 2, 1, std::nullopt),
                   std::invalid_argument);
-  CHECK_THROWS_AS(pb::encode_request(pb::MetadataRequest{}, 5, 1, std::nullopt),
+  CHECK_THROWS_AS(pb::encode_request(pb::MetadataRequest{}, 9, 1, std::nullopt),
                   std::invalid_argument);
   CHECK_THROWS_AS(pb::encode_response(pb::FetchResponse{}, 5, 1), std::invalid_argument);
   CHECK_THROWS_AS(pb::encode_response(pb::ApiVersionsResponse{}, 4, 1), std::invalid_argument);

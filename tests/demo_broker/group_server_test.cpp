@@ -117,8 +117,13 @@ TEST_CASE("bad group requests get Kafka's error codes and the connection stays o
            pb::kFindCoordinatorVersion);
     return c.receive<pb::FindCoordinatorResponse>(pb::kFindCoordinatorVersion).body;
   }();
-  CHECK(tx.error_code == pb::Errc::invalid_request);
-  CHECK(tx.error_message.value_or("").find("groups only") != std::string::npos);
+  // Transactions are not spoken: the code every client takes as fatal, and why.
+  CHECK(tx.error_code == pb::Errc::transactional_id_authorization_failed);
+  CHECK(tx.error_message.value_or("").find("does not speak transactions") != std::string::npos);
+  c.send(pb::FindCoordinatorRequest{"k", 2}, pb::kFindCoordinatorVersion);
+  const auto other = c.receive<pb::FindCoordinatorResponse>(pb::kFindCoordinatorVersion).body;
+  CHECK(other.error_code == pb::Errc::invalid_request);
+  CHECK(other.error_message.value_or("").find("groups only") != std::string::npos);
   // The same connection still works, and nothing counted as malformed.
   CHECK(c.api_versions(2).error_code == pb::Errc::none);
   CHECK(broker.metrics().malformed_requests == 0);

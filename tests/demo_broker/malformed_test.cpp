@@ -39,16 +39,25 @@ std::vector<Sample> sample_requests() {
     add("ApiVersions v" + std::to_string(v),
         pb::encode_request(pb::ApiVersionsRequest{"librdkafka", "2.0.2"}, v, 1, client));
   }
-  for (std::int16_t v = 0; v <= 4; ++v) {
+  for (std::int16_t v = 0; v <= 8; ++v) {
     pb::MetadataRequest req;
     req.topics = std::vector<std::string>{"orders", "payments"};
+    req.include_topic_authorized_operations = v >= 8;
     add("Metadata v" + std::to_string(v), pb::encode_request(req, v, 2, client));
+  }
+  for (std::int16_t v = 0; v <= 5; ++v) {
+    pb::InitProducerIdRequest req;
+    req.transactional_id = "txn";
+    req.transaction_timeout_ms = 60000;
+    if (v >= 3) req.producer_id = 7;
+    add("InitProducerId v" + std::to_string(v), pb::encode_request(req, v, 6, client));
   }
   const std::vector<pb::ProducerRecord> recs = {{std::string("k"), std::string("value")}};
   pb::ProduceRequest produce;
   produce.transactional_id = "txn";
   produce.topics = {{"orders", {{0, pb::build_record_batch(recs, 1)}, {1, std::nullopt}}}};
   add("Produce v3", pb::encode_request(produce, 3, 3, client));
+  add("Produce v4", pb::encode_request(produce, 4, 3, client));
   pb::FetchRequest fetch;
   fetch.topics = {{"orders", {{0, 10, 1024}, {1, 20, 2048}}}};
   add("Fetch v4", pb::encode_request(fetch, 4, 4, client));
@@ -73,9 +82,21 @@ std::vector<Sample> sample_responses() {
   pb::MetadataResponse md;
   md.brokers = {{1, "localhost", 9092, std::string("r")}};
   md.cluster_id = "c";
-  md.topics = {{pb::Errc::none, "orders", false, {{pb::Errc::none, 0, 1, {1}, {1}}}}};
-  for (std::int16_t v = 0; v <= 4; ++v)
+  pb::MetadataTopic orders;
+  orders.name = "orders";
+  pb::MetadataPartition partition;
+  partition.leader_id = 1;
+  partition.replica_nodes = {1};
+  partition.isr_nodes = {1};
+  partition.offline_replicas = {2};
+  orders.partitions = {partition};
+  md.topics = {orders};
+  for (std::int16_t v = 0; v <= 8; ++v)
     add_response(out, "Metadata v" + std::to_string(v), md, v);
+  for (std::int16_t v = 0; v <= 5; ++v) {
+    add_response(out, "InitProducerId v" + std::to_string(v),
+                 pb::InitProducerIdResponse{0, pb::Errc::none, 1000, 0}, v);
+  }
   pb::ProduceResponse produce;
   produce.responses = {{"orders", {{0, pb::Errc::none, 5, -1}}}};
   add_response(out, "Produce v3", produce, 3);

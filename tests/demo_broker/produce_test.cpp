@@ -9,7 +9,7 @@ namespace pb = purgatory::broker;
 using pb::test::bytes;
 using pb::test::concat;
 
-TEST_CASE("Produce v3 request round-trips, records blob and null records included") {
+TEST_CASE("Produce v3 and v4 requests round-trip, records blob and null records included") {
   const std::vector<pb::ProducerRecord> recs = {{std::string("k"), std::string("v")}};
   pb::ProduceRequest req;
   req.transactional_id = std::nullopt;
@@ -38,13 +38,14 @@ TEST_CASE("Produce v3 request bytes follow ProduceRequest.json") {
                                0,    0,    0, 2, 0xAB, 0xCD})));      //   records (2 bytes)]]
 }
 
-TEST_CASE("Produce v3 response round-trips and follows ProduceResponse.json") {
+TEST_CASE("Produce v3 and v4 responses round-trip and follow ProduceResponse.json") {
   pb::ProduceResponse resp;
   resp.responses = {
       {"orders", {{0, pb::Errc::none, 42, -1}, {1, pb::Errc::corrupt_message, -1, -1}}},
       {"missing", {{0, pb::Errc::unknown_topic_or_partition, -1, -1}}}};
   resp.throttle_time_ms = 3;
   CHECK(pb::test::response_round_trip(resp, 3) == resp);
+  CHECK(pb::test::response_round_trip(resp, 4) == resp);
 
   pb::ProduceResponse one;
   one.responses = {{"t", {{0, pb::Errc::none, 7, -1}}}};
@@ -55,4 +56,19 @@ TEST_CASE("Produce v3 response round-trips and follows ProduceResponse.json") {
                                 bytes({0, 0, 0, 0, 0, 0, 0, 7}),        //   base_offset 7,
                                 bytes({0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}),  // -1
                                 bytes({0, 0, 0, 0})})));  // throttle_time_ms
+}
+
+TEST_CASE(
+    "Produce v4 (what kafka-python sends to a broker it takes for Kafka 1.0) is v3's layout") {
+  pb::ProduceRequest req;
+  req.acks = -1;
+  req.topics = {{"t", {{0, bytes({1, 2, 3})}}}};
+  pb::Bytes v3 = pb::encode_request(req, 3, 5, std::nullopt);
+  pb::Bytes v4 = pb::encode_request(req, 4, 5, std::nullopt);
+  v3[7] = 4;  // the header's api_version, the only byte that differs
+  CHECK(v3 == v4);
+  CHECK(pb::test::request_round_trip(req, 4) == req);
+  pb::ProduceResponse resp;
+  resp.responses = {{"t", {{0, pb::Errc::none, 7, -1}}}};
+  CHECK(pb::encode_response(resp, 4, 1) == pb::encode_response(resp, 3, 1));
 }

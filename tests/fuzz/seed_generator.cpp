@@ -115,7 +115,7 @@ void write_requests(const fs::path& dir) {
   write_request(
       dir, "api_versions_v3",
       broker::encode_request(broker::ApiVersionsRequest{"librdkafka", "2.0.2"}, 3, 2, client));
-  for (std::int16_t v = 0; v <= 4; ++v) {
+  for (std::int16_t v = 0; v <= 8; ++v) {
     write_request(dir, "metadata_v" + std::to_string(v) + "_all",
                   broker::encode_request(broker::MetadataRequest{}, v, 3, client));
     broker::MetadataRequest some;
@@ -127,12 +127,34 @@ void write_requests(const fs::path& dir) {
   none.topics.emplace();
   none.allow_auto_topic_creation = false;
   write_request(dir, "metadata_v4_no_topics_no_auto", broker::encode_request(none, 4, 5, client));
+  none.include_cluster_authorized_operations = true;
+  none.include_topic_authorized_operations = true;
+  write_request(dir, "metadata_v8_no_topics_operations",
+                broker::encode_request(none, 8, 5, client));
+  for (std::int16_t v = 0; v <= 5; ++v) {
+    broker::InitProducerIdRequest idempotent;
+    if (v >= 3) idempotent.producer_id = 1000;  // resuming after an epoch error
+    if (v >= 3) idempotent.producer_epoch = 2;
+    write_request(dir, "init_producer_id_v" + std::to_string(v),
+                  broker::encode_request(idempotent, v, 12, client));
+  }
+  broker::InitProducerIdRequest transactional;
+  transactional.transactional_id = "tx-1";
+  transactional.transaction_timeout_ms = 60000;
+  write_request(dir, "init_producer_id_v4_transactional",
+                broker::encode_request(transactional, 4, 13, client));
 
   broker::ProduceRequest produce;
   produce.acks = -1;
   produce.timeout_ms = 1500;
   produce.topics = {{"orders", {{0, small_batch(0, 3)}, {1, std::nullopt}}}};
   write_request(dir, "produce_v3", broker::encode_request(produce, 3, 6, client));
+  write_request(dir, "produce_v4", broker::encode_request(produce, 4, 6, client));
+  const std::vector<broker::ProducerRecord> idempotent_records = {{std::nullopt, "v"}};
+  produce.topics = {
+      {"orders", {{0, broker::build_record_batch(idempotent_records, 1, 0, {1000, 0, 7, 0})}}}};
+  write_request(dir, "produce_v3_idempotent", broker::encode_request(produce, 3, 6, client));
+  produce.topics = {{"orders", {{0, small_batch(0, 3)}, {1, std::nullopt}}}};
   produce.transactional_id = "tx-1";
   produce.acks = 0;
   produce.topics = {{"payments", {{2, broker::Bytes{}}}}};

@@ -158,6 +158,11 @@ ListOffsetsResponse Client::list_offsets(const ListOffsetsRequest& req, Duration
   return receive<ListOffsetsResponse>(kListOffsetsVersion, timeout).body;
 }
 
+InitProducerIdResponse Client::init_producer_id(Duration timeout) {
+  send(InitProducerIdRequest{}, kInitProducerIdVersion);
+  return receive<InitProducerIdResponse>(kInitProducerIdVersion, timeout).body;
+}
+
 FindCoordinatorResponse Client::find_coordinator(const std::string& group_id, Duration timeout) {
   send(FindCoordinatorRequest{group_id, kCoordinatorKeyGroup}, kFindCoordinatorVersion);
   return receive<FindCoordinatorResponse>(kFindCoordinatorVersion, timeout).body;
@@ -205,13 +210,14 @@ DescribeGroupsResponse Client::describe_groups(const DescribeGroupsRequest& req,
 
 ProducePartitionResponse Client::produce_one(const std::string& topic, std::int32_t partition,
                                              std::span<const ProducerRecord> records,
-                                             std::int16_t acks, std::int32_t timeout_ms) {
+                                             std::int16_t acks, std::int32_t timeout_ms,
+                                             const BatchProducer& producer) {
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::system_clock::now().time_since_epoch());
   ProduceRequest req;
   req.acks = acks;
   req.timeout_ms = timeout_ms;
-  req.topics = {{topic, {{partition, build_record_batch(records, now.count())}}}};
+  req.topics = {{topic, {{partition, build_record_batch(records, now.count(), 0, producer)}}}};
   const ProduceResponse resp =
       produce(req, std::chrono::milliseconds(timeout_ms) + kDefaultTimeout);
   if (resp.responses.size() != 1 || resp.responses[0].partitions.size() != 1) {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "group_scenario.hpp"
+#include "idempotent_scenario.hpp"
 #include "purgatory/broker/broker_runner.hpp"
 #include "purgatory/broker/client.hpp"
 
@@ -244,8 +245,28 @@ void play_all(const std::string& host, std::uint16_t port, const Pace& pace, Tim
   produce_times_out(producer, consumer, pace, timeline, verdicts);
 }
 
+// Only in run_demo(): it needs a broker of its own, one that loses produce answers.
+void idempotent_retry(const BrokerConfig& demo_config, Timeline& t, Verdicts& v) {
+  t.say(fmt::format(
+      "\n[6] An idempotent producer's answer is lost; its retry is recognised, not appended "
+      "twice (a second broker, started with --fault-drop-produce-response {})",
+      kIdempotentScenarioLostAnswer));
+  t.restart();
+  BrokerConfig config = demo_config;
+  config.partitions = 1;
+  config.metrics_host.clear();
+  config.fault_drop_produce_response_every = kIdempotentScenarioLostAnswer;
+  BrokerRunner broker(config);
+  run_idempotent_scenario(
+      broker.port(), [&broker] { return broker.metrics().idempotence; },
+      ScenarioOutput{[&t](std::string_view who, std::string_view what) { t.at(who, what); },
+                     [&t](std::string_view text) { t.say(text); },
+                     [&v](bool ok, std::string_view what) { v.check(ok, what); }});
+  broker.stop();
+}
+
 void print_metrics(const BrokerMetrics& m, Timeline& t) {
-  t.say("\n[6] Purgatory metrics");
+  t.say("\n[7] Purgatory metrics");
   for (const PurgatoryMetrics* p : {&m.fetch, &m.produce, &m.join, &m.heartbeat}) {
     const auto ms = [](Nanos n) { return std::chrono::duration<double, std::milli>(n).count(); };
     t.say(
@@ -269,6 +290,9 @@ Explore further with kcat (Debian package kcat), one terminal each:
   slow follower: restart the broker with --replication-delay-ms 50,1000, then
              echo hi | kcat -P -b 127.0.0.1:9092 -t demo -X acks=all -X request.timeout.ms=200 -X retries=0
              fails with "Request timed out": the produce waited 200 ms for a 1000 ms follower.
+  lost answers: restart the broker with --fault-drop-produce-response 3, then
+             seq 100 | kcat -E -P -b 127.0.0.1:9092 -t demo -X enable.idempotence=true -X batch.num.messages=10
+             every 3rd answer is lost and retried; the log holds each line once.
   The broker's --verbose log shows each request's outcome and how long it waited.)",
                     program));
 }
@@ -304,6 +328,7 @@ int run_demo(const DemoOptions& options, std::FILE* out) {
     Verdicts verdicts(timeline);
     play_all("127.0.0.1", broker.port(), Pace{}, timeline, verdicts);
     consumer_group_rebalances(broker.port(), group_timing, timeline, verdicts);
+    idempotent_retry(config, timeline, verdicts);
     print_metrics(broker.metrics(), timeline);
     broker.stop();
     print_explore(options.program, timeline);

@@ -15,11 +15,18 @@ bool is_valid_topic_name(std::string_view name) noexcept {
   return true;
 }
 
-LogStore::LogStore(std::int32_t partitions, std::size_t followers, std::size_t retention_bytes)
-    : partitions_(partitions), followers_(followers), retention_bytes_(retention_bytes) {
+LogStore::LogStore(std::int32_t partitions, std::size_t followers, std::size_t retention_bytes,
+                   std::size_t max_producers)
+    : partitions_(partitions),
+      followers_(followers),
+      retention_bytes_(retention_bytes),
+      max_producers_(max_producers) {
   if (partitions < 1) {
     throw std::invalid_argument("LogStore: partitions = " + std::to_string(partitions) +
                                 " (a topic needs at least one partition)");
+  }
+  if (max_producers == 0) {
+    throw std::invalid_argument("LogStore: max_producers = 0 (at least one is needed)");
   }
 }
 
@@ -29,7 +36,7 @@ std::vector<PartitionLog>* LogStore::get_or_create(const std::string& topic) {
   std::vector<PartitionLog> logs;
   logs.reserve(static_cast<std::size_t>(partitions_));
   for (std::int32_t i = 0; i < partitions_; ++i)
-    logs.emplace_back(followers_, retention_bytes_);
+    logs.emplace_back(followers_, retention_bytes_, max_producers_);
   return &topics_.emplace(topic, std::move(logs)).first->second;
 }
 

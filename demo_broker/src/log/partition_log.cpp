@@ -9,8 +9,38 @@
 
 namespace purgatory::broker {
 
-PartitionLog::PartitionLog(std::size_t followers, std::size_t retention_bytes)
-    : follower_offsets_(followers, 0), retention_bytes_(retention_bytes) {}
+PartitionLog::PartitionLog(std::size_t followers, std::size_t retention_bytes,
+                           std::size_t max_producers)
+    : producers_(max_producers),
+      follower_offsets_(followers, 0),
+      retention_bytes_(retention_bytes) {}
+
+AppendResult PartitionLog::append(Bytes batch, const RecordSetInfo& info) {
+  AppendResult out;
+  const BatchProducer& producer = info.producer;
+  if (producer.idempotent()) {
+    ProducerCheck check = producers_.check(producer);
+    out.why = std::move(check.why);
+    if (check.error != Errc::none) {
+      out.error = check.error;
+      return out;
+    }
+    if (check.duplicate) {
+      out.duplicate = true;
+      out.base_offset = check.duplicate->first_offset;
+      out.next_offset = check.duplicate->last_offset + 1;
+      return out;
+    }
+  }
+  const std::size_t producers_before = producers_.size();
+  out.base_offset = append(std::move(batch), info.offset_count, info.max_timestamp);
+  out.next_offset = log_end_;
+  if (producer.idempotent()) {
+    out.producer_forgotten = producers_.record(producer, out.base_offset, log_end_ - 1);
+    out.producer_added = out.producer_forgotten || producers_.size() > producers_before;
+  }
+  return out;
+}
 
 std::int64_t PartitionLog::append(Bytes batch, std::int64_t offset_count,
                                   std::int64_t max_timestamp) {

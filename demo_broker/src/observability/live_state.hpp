@@ -10,7 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "purgatory/broker/broker_metrics.hpp"
 #include "purgatory/broker/group_snapshot.hpp"
+#include "purgatory/broker/producer_state.hpp"
 #include "purgatory/broker/topic_partition.hpp"
 #include "purgatory/purgatory_metrics.hpp"
 #include "purgatory/purgatory_snapshot.hpp"
@@ -50,6 +52,13 @@ struct LivePartition {
   std::vector<std::int64_t> follower_offsets;
 };
 
+// An idempotent producer as one partition remembers it.
+struct LiveProducer {
+  std::string topic;
+  std::int32_t partition = 0;
+  ProducerSnapshot producer;
+};
+
 struct LiveState {
   std::chrono::steady_clock::time_point taken;    // when gathered
   std::chrono::steady_clock::time_point started;  // the broker's start (times are relative to it)
@@ -70,10 +79,14 @@ struct LiveState {
   int wheel_size = 0;
   std::vector<LivePartition> partitions;  // at most kMaxPartitions
   std::size_t partitions_total = 0;
-  std::vector<OutcomeEvent> outcomes;  // those after the poller's `since`, oldest first
+  IdempotenceStats idempotence;
+  std::vector<LiveProducer> producers;  // at most kMaxProducers, kProducersPerPartition each
+  std::vector<OutcomeEvent> outcomes;   // those after the poller's `since`, oldest first
   std::uint64_t last_outcome_seq = 0;
 
   static constexpr std::size_t kMaxPartitions = 64;
+  static constexpr std::size_t kMaxProducers = 32;
+  static constexpr std::size_t kProducersPerPartition = 4;  // those that appended last
   // Keys each purgatory lists (the join and heartbeat ones: those due soonest).
   static constexpr std::size_t kMaxKeys = 32;
 };

@@ -138,6 +138,32 @@ void timer_json(JsonWriter& j, const LiveState& s) {
   j.end_object();
 }
 
+void producers_json(JsonWriter& j, const LiveState& s) {
+  const IdempotenceStats& i = s.idempotence;
+  j.begin_object("producers");
+  j.num("ids_issued", i.producer_ids_issued).num("states", i.producer_states);
+  j.num("states_forgotten", i.producer_states_forgotten);
+  j.num("duplicate_batches", i.duplicate_batches);
+  j.begin_object("refused");
+  j.num("OUT_OF_ORDER_SEQUENCE_NUMBER", i.out_of_order_batches);
+  j.num("INVALID_PRODUCER_EPOCH", i.stale_epoch_batches);
+  j.num("UNKNOWN_PRODUCER_ID", i.unknown_producer_batches);
+  j.end_object();
+  j.num("transactions_refused", i.transactional_refused);
+  j.begin_array("recent");
+  for (const LiveProducer& p : s.producers) {
+    j.begin_object();
+    j.str("key", fmt::format("{}-{}", p.topic, p.partition));
+    j.str("topic", p.topic).num("partition", p.partition);
+    j.num("producer_id", p.producer.producer_id).num("epoch", p.producer.producer_epoch);
+    j.num("last_sequence", p.producer.last_sequence).num("last_offset", p.producer.last_offset);
+    j.num("batches", p.producer.batches);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
 }  // namespace
 
 void operation_times_json(JsonWriter& j, Nanos now, Nanos watched_since, Nanos deadline,
@@ -178,6 +204,7 @@ std::string to_json(const LiveState& s) {
     j.end_object();
   }
   j.end_array();
+  producers_json(j, s);
   groups_json(j, s);
   j.num("last_outcome_seq", s.last_outcome_seq);
   j.begin_array("outcomes");

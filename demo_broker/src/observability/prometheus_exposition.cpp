@@ -152,6 +152,31 @@ std::string to_prometheus_text(const BrokerMetrics& m) {
          g.members_left);
   broker("demo_broker_group_offsets_committed_total", "counter",
          "Partition offsets committed (OffsetCommit).", g.offsets_committed);
+  const IdempotenceStats& i = m.idempotence;
+  broker("demo_broker_producer_ids_issued_total", "counter",
+         "Producer ids handed to idempotent producers (InitProducerId).", i.producer_ids_issued);
+  broker("demo_broker_producer_states", "gauge",
+         "(partition, idempotent producer) states remembered now to recognise retries.",
+         i.producer_states);
+  broker("demo_broker_producer_states_forgotten_total", "counter",
+         "Producer states dropped to make room (--max-producers-per-partition).",
+         i.producer_states_forgotten);
+  broker("demo_broker_duplicate_batches_total", "counter",
+         "Retried batches of idempotent producers recognised and not appended again (answered "
+         "with the original offset, or DUPLICATE_SEQUENCE_NUMBER when older than the 5 "
+         "remembered).",
+         i.duplicate_batches);
+  constexpr std::string_view kRefused = "demo_broker_idempotent_batches_refused_total";
+  e.family(kRefused, "counter",
+           "Batches of idempotent producers refused, by Kafka error: a sequence gap, a stale "
+           "epoch, a producer with no state.");
+  e.sample(kRefused, "error=\"OUT_OF_ORDER_SEQUENCE_NUMBER\"", i.out_of_order_batches);
+  e.sample(kRefused, "error=\"INVALID_PRODUCER_EPOCH\"", i.stale_epoch_batches);
+  e.sample(kRefused, "error=\"UNKNOWN_PRODUCER_ID\"", i.unknown_producer_batches);
+  broker("demo_broker_transactions_refused_total", "counter",
+         "InitProducerId or Produce requests of a transactional producer, refused "
+         "(TRANSACTIONAL_ID_AUTHORIZATION_FAILED).",
+         i.transactional_refused);
   return e.take();
 }
 

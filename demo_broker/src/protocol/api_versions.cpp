@@ -24,15 +24,18 @@ void write_api_version(Writer& w, const ApiVersion& v) {
 }  // namespace
 
 std::vector<ApiVersion> broker_api_versions() {
-  return {
-      {ApiKey::produce, 3, 3},          {ApiKey::fetch, 4, 4},
-      {ApiKey::list_offsets, 1, 1},     {ApiKey::metadata, 0, 4},
-      {ApiKey::offset_commit, 0, 6},    {ApiKey::offset_fetch, 0, 5},
-      {ApiKey::find_coordinator, 0, 2}, {ApiKey::join_group, 0, 4},
-      {ApiKey::heartbeat, 0, 2},        {ApiKey::leave_group, 0, 1},
-      {ApiKey::sync_group, 0, 2},       {ApiKey::describe_groups, 0, 2},
-      {ApiKey::list_groups, 0, 2},      {ApiKey::api_versions, 0, 2},
-  };
+  // Exactly what codec_versions() decodes, so a client is never offered a version the broker
+  // would then refuse.
+  std::vector<ApiVersion> table;
+  for (const ApiKey key :
+       {ApiKey::produce, ApiKey::fetch, ApiKey::list_offsets, ApiKey::metadata,
+        ApiKey::offset_commit, ApiKey::offset_fetch, ApiKey::find_coordinator, ApiKey::join_group,
+        ApiKey::heartbeat, ApiKey::leave_group, ApiKey::sync_group, ApiKey::describe_groups,
+        ApiKey::list_groups, ApiKey::api_versions, ApiKey::init_producer_id}) {
+    const std::optional<VersionRange> range = codec_versions(key);
+    table.push_back({key, range->min, range->max});
+  }
+  return table;
 }
 
 void write_body(Writer& w, const ApiVersionsRequest& req, std::int16_t version) {

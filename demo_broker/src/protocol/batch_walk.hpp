@@ -16,6 +16,9 @@ struct BatchHeader {
   std::int32_t last_offset_delta = 0;
   std::int64_t base_timestamp = 0;
   std::int64_t max_timestamp = 0;
+  std::int64_t producer_id = -1;
+  std::int16_t producer_epoch = -1;
+  std::int32_t base_sequence = -1;
   std::int32_t records_count = 0;
   ByteView records;  // the bytes after the 61-byte header
 };

@@ -162,6 +162,18 @@ struct Traits<DescribeGroupsResponse> {
   }
 };
 
+template <>
+struct Traits<InitProducerIdRequest> {
+  static constexpr ApiKey kKey = ApiKey::init_producer_id;
+};
+template <>
+struct Traits<InitProducerIdResponse> {
+  static constexpr ApiKey kKey = ApiKey::init_producer_id;
+  static InitProducerIdResponse read(Reader& r, std::int16_t v) {
+    return read_init_producer_id_response(r, v);
+  }
+};
+
 // Encoders are called by our own code: a version outside the codec is a caller bug.
 void require_encodable(ApiKey key, std::int16_t version, const char* what) {
   const std::optional<VersionRange> range = codec_versions(key);
@@ -185,7 +197,7 @@ template <class Resp>
 Bytes encode_response_impl(const Resp& resp, std::int16_t version, std::int32_t correlation_id) {
   require_encodable(Traits<Resp>::kKey, version, "response");
   Writer w = begin_frame();
-  write_response_header(w, correlation_id);
+  write_response_header(w, correlation_id, response_header_version(Traits<Resp>::kKey, version));
   write_body(w, resp, version);
   return finish_frame(std::move(w));
 }
@@ -240,6 +252,8 @@ RequestBody decode_request_body(const RequestHeader& header, Reader& r) {
         return read_list_groups_request(r, v);
       case ApiKey::describe_groups:
         return read_describe_groups_request(r, v);
+      case ApiKey::init_producer_id:
+        return read_init_producer_id_request(r, v);
     }
     // check_supported() accepted the key, so the switch covers it.
     throw std::logic_error("decode_request_body: api key passed check_supported but is unhandled");
@@ -371,12 +385,22 @@ Bytes encode_request(const DescribeGroupsRequest& req, std::int16_t version,
   return encode_request_impl(req, version, correlation_id, client_id);
 }
 
+Bytes encode_response(const InitProducerIdResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id) {
+  return encode_response_impl(resp, version, correlation_id);
+}
+Bytes encode_request(const InitProducerIdRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id) {
+  return encode_request_impl(req, version, correlation_id, client_id);
+}
+
 template <class Body>
 Response<Body> decode_response(ByteView payload, std::int16_t version) {
   require_encodable(Traits<Body>::kKey, version, "response");
   Reader r(payload);
   Response<Body> out;
-  out.correlation_id = read_response_header(r);
+  out.correlation_id =
+      read_response_header(r, response_header_version(Traits<Body>::kKey, version));
   out.body = Traits<Body>::read(r, version);
   r.expect_end(fmt::format("{} v{} response", api_key_name(Traits<Body>::kKey), version));
   return out;
@@ -396,5 +420,6 @@ template Response<OffsetCommitResponse> decode_response(ByteView, std::int16_t);
 template Response<OffsetFetchResponse> decode_response(ByteView, std::int16_t);
 template Response<ListGroupsResponse> decode_response(ByteView, std::int16_t);
 template Response<DescribeGroupsResponse> decode_response(ByteView, std::int16_t);
+template Response<InitProducerIdResponse> decode_response(ByteView, std::int16_t);
 
 }  // namespace purgatory::broker

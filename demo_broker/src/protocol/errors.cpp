@@ -40,6 +40,16 @@ std::string errc_name(Errc code) {
       return "UNSUPPORTED_VERSION";
     case Errc::invalid_request:
       return "INVALID_REQUEST";
+    case Errc::out_of_order_sequence_number:
+      return "OUT_OF_ORDER_SEQUENCE_NUMBER";
+    case Errc::duplicate_sequence_number:
+      return "DUPLICATE_SEQUENCE_NUMBER";
+    case Errc::invalid_producer_epoch:
+      return "INVALID_PRODUCER_EPOCH";
+    case Errc::transactional_id_authorization_failed:
+      return "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
+    case Errc::unknown_producer_id:
+      return "UNKNOWN_PRODUCER_ID";
     case Errc::unsupported_compression_type:
       return "UNSUPPORTED_COMPRESSION_TYPE";
     case Errc::member_id_required:

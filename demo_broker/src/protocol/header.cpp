@@ -3,7 +3,11 @@
 namespace purgatory::broker {
 
 int request_header_version(ApiKey key, std::int16_t api_version) noexcept {
-  return key == ApiKey::api_versions && api_version >= 3 ? 2 : 1;
+  return is_flexible(key, api_version) ? 2 : 1;
+}
+
+int response_header_version(ApiKey key, std::int16_t api_version) noexcept {
+  return key != ApiKey::api_versions && is_flexible(key, api_version) ? 1 : 0;
 }
 
 void write_request_header(Writer& w, const RequestHeader& header) {
@@ -28,12 +32,15 @@ RequestHeader read_request_header(Reader& r) {
   return h;
 }
 
-void write_response_header(Writer& w, std::int32_t correlation_id) {
+void write_response_header(Writer& w, std::int32_t correlation_id, int header_version) {
   w.write_int32(correlation_id);
+  if (header_version >= 1) w.write_empty_tagged_fields();
 }
 
-std::int32_t read_response_header(Reader& r) {
-  return r.read_int32("response_header.correlation_id");
+std::int32_t read_response_header(Reader& r, int header_version) {
+  const std::int32_t correlation_id = r.read_int32("response_header.correlation_id");
+  if (header_version >= 1) r.skip_tagged_fields("response_header.tagged_fields");
+  return correlation_id;
 }
 
 }  // namespace purgatory::broker

@@ -10,27 +10,38 @@ namespace {
 constexpr std::size_t broker_bytes(std::int16_t v) {  // node_id, host, port, rack
   return 4 + kMinStringBytes + 4 + (v >= 1 ? kMinStringBytes : 0);
 }
-constexpr std::size_t topic_bytes(std::int16_t v) {  // error_code, name, is_internal, partitions
-  return 2 + kMinStringBytes + (v >= 1 ? 1 : 0) + kMinArrayBytes;
+// error_code, name, is_internal (v1+), partitions, topic_authorized_operations (v8+)
+constexpr std::size_t topic_bytes(std::int16_t v) {
+  return 2 + kMinStringBytes + (v >= 1 ? 1 : 0) + kMinArrayBytes + (v >= 8 ? 4 : 0);
 }
-constexpr std::size_t kPartitionBytes = 2 + 4 + 4 + kMinArrayBytes + kMinArrayBytes;
+// error_code, partition_index, leader_id, leader_epoch (v7+), replicas, isr, offline (v5+)
+constexpr std::size_t partition_bytes(std::int16_t v) {
+  return 2 + 4 + 4 + (v >= 7 ? 4 : 0) + kMinArrayBytes + kMinArrayBytes +
+         (v >= 5 ? kMinArrayBytes : 0);
+}
 
-MetadataPartition read_partition(Reader& r) {
+MetadataPartition read_partition(Reader& r, std::int16_t version) {
   MetadataPartition p;
   p.error_code = static_cast<Errc>(r.read_int16("metadata.topics[].partitions[].error_code"));
   p.partition_index = r.read_int32("metadata.topics[].partitions[].partition_index");
   p.leader_id = r.read_int32("metadata.topics[].partitions[].leader_id");
+  if (version >= 7) p.leader_epoch = r.read_int32("metadata.topics[].partitions[].leader_epoch");
   p.replica_nodes = read_int32_array(r, "metadata.topics[].partitions[].replica_nodes");
   p.isr_nodes = read_int32_array(r, "metadata.topics[].partitions[].isr_nodes");
+  if (version >= 5) {
+    p.offline_replicas = read_int32_array(r, "metadata.topics[].partitions[].offline_replicas");
+  }
   return p;
 }
 
-void write_partition(Writer& w, const MetadataPartition& p) {
+void write_partition(Writer& w, const MetadataPartition& p, std::int16_t version) {
   w.write_int16(static_cast<std::int16_t>(p.error_code));
   w.write_int32(p.partition_index);
   w.write_int32(p.leader_id);
+  if (version >= 7) w.write_int32(p.leader_epoch);
   write_int32_array(w, p.replica_nodes);
   write_int32_array(w, p.isr_nodes);
+  if (version >= 5) write_int32_array(w, p.offline_replicas);
 }
 
 }  // namespace
@@ -53,6 +64,12 @@ void write_body(Writer& w, const MetadataRequest& req, std::int16_t version) {
   } else if (!req.allow_auto_topic_creation) {
     throw std::invalid_argument("Metadata below v4 cannot disable allow_auto_topic_creation");
   }
+  if (version >= 8) {
+    w.write_bool(req.include_cluster_authorized_operations);
+    w.write_bool(req.include_topic_authorized_operations);
+  } else if (req.include_cluster_authorized_operations || req.include_topic_authorized_operations) {
+    throw std::invalid_argument("Metadata below v8 cannot ask for authorized operations");
+  }
 }
 
 MetadataRequest read_metadata_request(Reader& r, std::int16_t version) {
@@ -74,6 +91,12 @@ MetadataRequest read_metadata_request(Reader& r, std::int16_t version) {
   if (version >= 4) {
     req.allow_auto_topic_creation = r.read_bool("metadata.allow_auto_topic_creation");
   }
+  if (version >= 8) {
+    req.include_cluster_authorized_operations =
+        r.read_bool("metadata.include_cluster_authorized_operations");
+    req.include_topic_authorized_operations =
+        r.read_bool("metadata.include_topic_authorized_operations");
+  }
   return req;
 }
 
@@ -91,8 +114,12 @@ void write_body(Writer& w, const MetadataResponse& resp, std::int16_t version) {
     out.write_int16(static_cast<std::int16_t>(t.error_code));
     out.write_string(t.name);
     if (version >= 1) out.write_bool(t.is_internal);
-    write_array(out, t.partitions, write_partition);
+    write_array(out, t.partitions, [version](Writer& o, const MetadataPartition& p) {
+      write_partition(o, p, version);
+    });
+    if (version >= 8) out.write_int32(t.topic_authorized_operations);
   });
+  if (version >= 8) w.write_int32(resp.cluster_authorized_operations);
 }
 
 MetadataResponse read_metadata_response(Reader& r, std::int16_t version) {
@@ -113,9 +140,17 @@ MetadataResponse read_metadata_response(Reader& r, std::int16_t version) {
     t.error_code = static_cast<Errc>(in.read_int16("metadata.topics[].error_code"));
     t.name = in.read_string("metadata.topics[].name");
     if (version >= 1) t.is_internal = in.read_bool("metadata.topics[].is_internal");
-    t.partitions = read_array(in, "metadata.topics[].partitions", kPartitionBytes, read_partition);
+    t.partitions = read_array(in, "metadata.topics[].partitions", partition_bytes(version),
+                              [version](Reader& i2) { return read_partition(i2, version); });
+    if (version >= 8) {
+      t.topic_authorized_operations =
+          in.read_int32("metadata.topics[].topic_authorized_operations");
+    }
     return t;
   });
+  if (version >= 8) {
+    resp.cluster_authorized_operations = r.read_int32("metadata.cluster_authorized_operations");
+  }
   return resp;
 }
 

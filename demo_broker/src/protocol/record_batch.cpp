@@ -18,6 +18,9 @@ std::uint64_t load_be(ByteView b, std::size_t at, int width) noexcept {
   return v;
 }
 
+constexpr std::int16_t kTransactionalFlag = 0x10;
+constexpr std::int16_t kControlFlag = 0x20;
+
 [[noreturn]] void corrupt(std::size_t at, std::string_view detail) {
   throw DecodeError(DecodeErrorKind::corrupt_records,
                     fmt::format("batch at byte {}: {}", at, detail));
@@ -66,6 +69,9 @@ BatchHeader check_batch(ByteView records, std::size_t at, std::size_t size) {
   h.last_offset_delta = static_cast<std::int32_t>(load_be(batch, L::kLastOffsetDelta, 4));
   h.base_timestamp = static_cast<std::int64_t>(load_be(batch, L::kBaseTimestamp, 8));
   h.max_timestamp = static_cast<std::int64_t>(load_be(batch, L::kMaxTimestamp, 8));
+  h.producer_id = static_cast<std::int64_t>(load_be(batch, L::kProducerId, 8));
+  h.producer_epoch = static_cast<std::int16_t>(load_be(batch, L::kProducerEpoch, 2));
+  h.base_sequence = static_cast<std::int32_t>(load_be(batch, L::kBaseSequence, 4));
   h.records_count = static_cast<std::int32_t>(load_be(batch, L::kRecordsCount, 4));
   h.records = batch.subspan(L::kHeaderBytes);
   return h;
@@ -87,6 +93,14 @@ RecordSetInfo validate_record_batches(ByteView records) {
     if (std::int64_t{h.records_count} != std::int64_t{h.last_offset_delta} + 1) {
       corrupt(at, fmt::format("records count {} does not match lastOffsetDelta {} + 1",
                               h.records_count, h.last_offset_delta));
+    }
+    if (info.batch_count == 0) {
+      info.producer.producer_id = h.producer_id;
+      info.producer.producer_epoch = h.producer_epoch;
+      info.producer.base_sequence = h.base_sequence;
+      info.producer.last_offset_delta = h.last_offset_delta;
+      info.transactional = (h.attributes & kTransactionalFlag) != 0;
+      info.control = (h.attributes & kControlFlag) != 0;
     }
     ++info.batch_count;
     info.offset_count += std::int64_t{h.last_offset_delta} + 1;

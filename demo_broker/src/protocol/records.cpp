@@ -79,7 +79,7 @@ ConsumerRecord read_record(Reader& r, const detail::BatchHeader& h) {
 }  // namespace
 
 Bytes build_record_batch(std::span<const ProducerRecord> records, std::int64_t timestamp_ms,
-                         std::int64_t base_offset) {
+                         std::int64_t base_offset, const BatchProducer& producer) {
   namespace L = batch_layout;
   if (records.empty()) throw std::invalid_argument("a record batch needs at least one record");
   if (records.size() > 0x7FFFFFFFU) throw std::length_error("too many records for one batch");
@@ -93,11 +93,11 @@ Bytes build_record_batch(std::span<const ProducerRecord> records, std::int64_t t
   w.write_uint32(0);  // crc, patched below
   w.write_int16(0);   // attributes: no compression, CreateTime, not transactional
   w.write_int32(count - 1);
-  w.write_int64(timestamp_ms);  // baseTimestamp
-  w.write_int64(timestamp_ms);  // maxTimestamp
-  w.write_int64(-1);            // producerId: not idempotent
-  w.write_int16(-1);            // producerEpoch
-  w.write_int32(-1);            // baseSequence
+  w.write_int64(timestamp_ms);          // baseTimestamp
+  w.write_int64(timestamp_ms);          // maxTimestamp
+  w.write_int64(producer.producer_id);  // -1: not idempotent
+  w.write_int16(producer.producer_epoch);
+  w.write_int32(producer.base_sequence);
   w.write_int32(count);
   for (std::int32_t i = 0; i < count; ++i) {
     const ProducerRecord& rec = records[static_cast<std::size_t>(i)];

@@ -321,6 +321,14 @@ void Writer::write_compact_string(std::string_view s) {
   buf_.insert(buf_.end(), s.begin(), s.end());
 }
 
+void Writer::write_compact_nullable_string(const std::optional<std::string>& s) {
+  if (!s) {
+    write_uvarint(0);
+    return;
+  }
+  write_compact_string(*s);
+}
+
 void Writer::write_compact_array_count(std::size_t n) {
   if (n >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
     throw std::length_error(fmt::format("compact array of {} elements is too long", n));

@@ -46,6 +46,10 @@ BrokerConfig checked(BrokerConfig config) {
   if (config.max_in_flight_per_connection == 0) {
     throw std::invalid_argument("max_in_flight_per_connection = 0: no request could be read");
   }
+  if (config.max_producers_per_partition == 0) {
+    throw std::invalid_argument(
+        "max_producers_per_partition = 0: no idempotent producer could append");
+  }
   return config;
 }
 
@@ -56,7 +60,12 @@ Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
       config_(checked(std::move(config))),
       advertised_host_(advertised_host_for(config_)),
       acceptor_(io),
-      log_(config_.partitions, config_.replication_delays.size(), config_.retention_bytes) {
+      log_(config_.partitions, config_.replication_delays.size(), config_.retention_bytes,
+           config_.max_producers_per_partition),
+      first_producer_id_(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count()),
+      next_producer_id_(first_producer_id_) {
   TimerOptions timer_options;
   timer_options.name = "broker";
   timer_ = std::make_shared<AsioTimer>(io_, std::move(timer_options));
@@ -97,13 +106,16 @@ Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
   };
   hooks.on_error = [this](std::string_view e) { log(e); };
   group_coordinator_ = std::make_unique<GroupCoordinator>(timer_, config_.groups, std::move(hooks));
-  group_handler_ = std::make_unique<GroupHandler>(*group_coordinator_, [this] {
-    FindCoordinatorResponse self;
-    self.node_id = config_.node_id;
-    self.host = advertised_host_;
-    self.port = port();
-    return self;
-  });
+  group_handler_ = std::make_unique<GroupHandler>(
+      *group_coordinator_,
+      [this] {
+        FindCoordinatorResponse self;
+        self.node_id = config_.node_id;
+        self.host = advertised_host_;
+        self.port = port();
+        return self;
+      },
+      [this](std::string_view line) { log(line); });
 }
 
 Broker::~Broker() {
@@ -193,6 +205,15 @@ BrokerMetrics Broker::metrics() const {
   m.join = group_coordinator_->join_metrics();
   m.heartbeat = group_coordinator_->heartbeat_metrics();
   m.groups = group_coordinator_->stats();
+  IdempotenceStats& i = m.idempotence;
+  i.producer_ids_issued = producer_ids_issued_.load(std::memory_order_relaxed);
+  i.transactional_refused = transactional_refused_.load(std::memory_order_relaxed);
+  i.producer_states = producer_states_.load(std::memory_order_relaxed);
+  i.producer_states_forgotten = producer_states_forgotten_.load(std::memory_order_relaxed);
+  i.duplicate_batches = duplicate_batches_.load(std::memory_order_relaxed);
+  i.out_of_order_batches = out_of_order_batches_.load(std::memory_order_relaxed);
+  i.stale_epoch_batches = stale_epoch_batches_.load(std::memory_order_relaxed);
+  i.unknown_producer_batches = unknown_producer_batches_.load(std::memory_order_relaxed);
   return m;
 }
 
@@ -202,6 +223,11 @@ void Broker::log(std::string_view line) const {
   } else {
     std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
   }
+}
+
+bool Broker::drop_this_produce_response() noexcept {
+  const std::uint32_t every = config_.fault_drop_produce_response_every;
+  return every != 0 && ++produce_responses_ % every == 0;
 }
 
 void Broker::event(std::string_view text) const {
@@ -259,6 +285,8 @@ void Broker::handle_request(const std::shared_ptr<Connection>& conn, ByteView pa
             handle_list_offsets(slot, req);
           } else if constexpr (std::is_same_v<T, ProduceRequest>) {
             handle_produce(slot, std::move(req));
+          } else if constexpr (std::is_same_v<T, InitProducerIdRequest>) {
+            handle_init_producer_id(slot, header, req);
           } else if constexpr (is_group_request_v<T>) {
             group_handler_->handle(slot, header, req);
           } else {

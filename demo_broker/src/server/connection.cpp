@@ -111,6 +111,18 @@ void Connection::park(const ResponseSlot& slot, OperationRef op) {
 }
 
 void Connection::respond(const ResponseSlot& slot, Bytes frame, std::string_view outcome) {
+  const Slot* s = open_ ? find(slot.seq) : nullptr;
+  if (s != nullptr && !s->ready && s->header.api_key == ApiKey::produce &&
+      broker_.drop_this_produce_response()) {
+    // The injected fault: the append happened, the answer is lost with the connection.
+    broker_.log(fmt::format(
+        "conn {} {}: fault: Produce v{} corr={} ({}) not answered, closing the connection "
+        "instead (--fault-drop-produce-response {})",
+        id_, peer_, slot.version, slot.correlation_id, outcome,
+        broker_.config().fault_drop_produce_response_every));
+    close("fault: produce response dropped");
+    return;
+  }
   fill(slot, std::move(frame), outcome);
 }
 

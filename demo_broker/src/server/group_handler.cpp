@@ -34,13 +34,25 @@ void respond(const ResponseSlot& slot, const Resp& resp, std::string_view outcom
 
 }  // namespace
 
-void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& /*header*/,
+void GroupHandler::handle(const ResponseSlot& slot, const RequestHeader& header,
                           const FindCoordinatorRequest& req) {
   FindCoordinatorResponse resp = self_();
   std::string outcome =
       fmt::format("this broker (node {}) coordinates '{}'", resp.node_id, req.key);
-  if (req.key_type != kCoordinatorKeyGroup) {
-    // Transactions are not spoken here (InitProducerId is not advertised).
+  if (req.key_type == kCoordinatorKeyTransaction) {
+    // Transactions are not spoken here. Kafka answers this code when a producer may not use its
+    // transactional id; every client takes it as fatal, so a transactional producer stops at once
+    // with it instead of looking for a coordinator forever (InitProducerId refuses it the same).
+    resp = FindCoordinatorResponse{};
+    resp.error_code = Errc::transactional_id_authorization_failed;
+    resp.error_message = fmt::format(
+        "transactional id '{}': demo_broker does not speak transactions (idempotent producers, "
+        "without a transactional id, are served)",
+        req.key);
+    outcome = fmt::format("{}: {}", errc_name(resp.error_code), *resp.error_message);
+    log_(fmt::format("conn {} {} [{}]: FindCoordinator for a transaction refused, {}",
+                     slot.conn->id(), slot.conn->peer(), header.client_id.value_or(""), outcome));
+  } else if (req.key_type != kCoordinatorKeyGroup) {
     resp = FindCoordinatorResponse{};
     resp.error_code = Errc::invalid_request;
     resp.error_message = fmt::format("key_type {}: this broker coordinates groups only (0)",

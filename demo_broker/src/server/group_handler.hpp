@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <string_view>
 #include <type_traits>
 
 #include "purgatory/broker/codec.hpp"
@@ -29,9 +30,11 @@ inline constexpr bool is_group_request_v =
 // client_id).
 class GroupHandler {
  public:
-  // `self` tells FindCoordinator where this broker is (known once it listens).
-  GroupHandler(GroupCoordinator& coordinator, std::function<FindCoordinatorResponse()> self)
-      : coordinator_(coordinator), self_(std::move(self)) {}
+  // `self` tells FindCoordinator where this broker is (known once it listens); `log` writes a
+  // line to the broker's log whatever --verbose says (a transactional producer refused).
+  GroupHandler(GroupCoordinator& coordinator, std::function<FindCoordinatorResponse()> self,
+               std::function<void(std::string_view)> log)
+      : coordinator_(coordinator), self_(std::move(self)), log_(std::move(log)) {}
 
   void handle(const ResponseSlot& slot, const RequestHeader& header,
               const FindCoordinatorRequest& req);
@@ -49,6 +52,7 @@ class GroupHandler {
  private:
   GroupCoordinator& coordinator_;
   std::function<FindCoordinatorResponse()> self_;
+  std::function<void(std::string_view)> log_;
 };
 
 }  // namespace purgatory::broker

@@ -81,8 +81,13 @@ std::string Broker::live_state_json(std::uint64_t since_outcome) const {
       lp.high_watermark = pl.high_watermark();
       for (std::size_t f = 0; f < pl.followers(); ++f)
         lp.follower_offsets.push_back(pl.follower_offset(f));
+      for (const ProducerSnapshot& p : pl.producers().snapshot(LiveState::kProducersPerPartition)) {
+        if (s.producers.size() >= LiveState::kMaxProducers) break;
+        s.producers.push_back(LiveProducer{topic, lp.partition, p});
+      }
     }
   }
+  s.idempotence = m.idempotence;
   add_live_groups(s);
   outcomes_->for_each_after(since_outcome, [&](const OutcomeEvent& e) { s.outcomes.push_back(e); });
   s.last_outcome_seq = outcomes_->last_seq();

@@ -1,10 +1,30 @@
 // The requests the broker always answers at once: ApiVersions, Metadata, ListOffsets.
+#include <initializer_list>
+
 #include <fmt/format.h>
 
 #include "purgatory/broker/broker.hpp"
 #include "requests/responder.hpp"
 
 namespace purgatory::broker {
+
+namespace {
+
+// What Kafka answers for authorized operations when it has no authorizer: everything a topic or
+// the cluster supports (AclEntry.supportedOperations), one bit per AclOperation code.
+constexpr std::int32_t operation_bits(std::initializer_list<int> codes) {
+  std::int32_t bits = 0;
+  for (const int c : codes)
+    bits |= std::int32_t{1} << c;
+  return bits;
+}
+// READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11
+constexpr std::int32_t kTopicOperations = operation_bits({3, 4, 5, 6, 7, 8, 10, 11});
+// CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11,
+// IDEMPOTENT_WRITE 12
+constexpr std::int32_t kClusterOperations = operation_bits({5, 7, 8, 9, 10, 11, 12});
+
+}  // namespace
 
 void Broker::handle_api_versions(const ResponseSlot& slot, const ApiVersionsRequest& req) {
   ApiVersionsResponse resp;
@@ -22,9 +42,16 @@ void Broker::handle_metadata(const ResponseSlot& slot, const MetadataRequest& re
       MetadataBroker{config_.node_id, advertised_host_, static_cast<std::int32_t>(port()), {}});
   resp.cluster_id = config_.cluster_id;
   resp.controller_id = config_.node_id;
-  const auto describe = [this](const std::string& name, const std::vector<PartitionLog>& logs) {
+  if (req.include_cluster_authorized_operations) {
+    resp.cluster_authorized_operations = kClusterOperations;
+  }
+  // No replica is ever offline and the leader never changes, so offline_replicas (v5+) stays
+  // empty and leader_epoch (v7+) unknown (-1), as the batches' partitionLeaderEpoch is.
+  const auto describe = [this, &req](const std::string& name,
+                                     const std::vector<PartitionLog>& logs) {
     MetadataTopic t;
     t.name = name;
+    if (req.include_topic_authorized_operations) t.topic_authorized_operations = kTopicOperations;
     for (std::size_t i = 0; i < logs.size(); ++i) {
       MetadataPartition p;
       p.partition_index = static_cast<std::int32_t>(i);

@@ -1,5 +1,7 @@
-// Produce: validate and append every partition's batch, start the followers' catch-up, then
-// answer according to acks: 0 nothing, 1 now, -1 once replicated (the produce purgatory).
+// Produce: validate and append every partition's batch (an idempotent producer's checked against
+// the partition's producer state, a retry answered with its original offset), start the
+// followers' catch-up, then answer according to acks: 0 nothing, 1 now, -1 once replicated (the
+// produce purgatory; a retry also waits there until its original is replicated).
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -38,11 +40,80 @@ Errc check_records(const std::optional<Bytes>& records, RecordSetInfo& info, std
 
 }  // namespace
 
+Errc Broker::check_producer(const ProduceRequest& req, const RecordSetInfo& info,
+                            std::string& why) const {
+  if (req.transactional_id || info.transactional) {
+    why = req.transactional_id
+              ? fmt::format("transactional id '{}': demo_broker does not speak transactions",
+                            *req.transactional_id)
+              : std::string("a transactional batch: demo_broker does not speak transactions");
+    return Errc::transactional_id_authorization_failed;
+  }
+  if (info.control) {
+    why = "a control batch (a transaction marker) is written by brokers, not producers";
+    return Errc::invalid_record;
+  }
+  const BatchProducer& p = info.producer;
+  if (p.idempotent() && (p.producer_epoch < 0 || p.base_sequence < 0)) {
+    why = fmt::format("producer id {} with epoch {} and base sequence {}: both must be >= 0",
+                      p.producer_id, p.producer_epoch, p.base_sequence);
+    return Errc::invalid_record;
+  }
+  return Errc::none;
+}
+
+AppendResult Broker::append_batch(const TopicPartition& tp, PartitionLog& log, Bytes batch,
+                                  const RecordSetInfo& info) {
+  const BatchProducer& producer = info.producer;
+  AppendResult r;
+  if (producer.idempotent() &&
+      (producer.producer_id < first_producer_id_ || producer.producer_id >= next_producer_id_)) {
+    r.error = Errc::unknown_producer_id;
+    r.why = fmt::format("producer id {} was not issued by this broker since it started",
+                        producer.producer_id);
+  } else {
+    r = log.append(std::move(batch), info);
+  }
+  if (r.producer_added) producer_states_.fetch_add(1, std::memory_order_relaxed);
+  if (r.producer_forgotten) {
+    producer_states_.fetch_sub(1, std::memory_order_relaxed);
+    producer_states_forgotten_.fetch_add(1, std::memory_order_relaxed);
+  }
+  switch (r.error) {
+    case Errc::none:
+      break;
+    case Errc::duplicate_sequence_number:
+      duplicate_batches_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Errc::out_of_order_sequence_number:
+      out_of_order_batches_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Errc::invalid_producer_epoch:
+      stale_epoch_batches_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Errc::unknown_producer_id:
+      unknown_producer_batches_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    default:
+      break;
+  }
+  if (r.duplicate) {
+    duplicate_batches_.fetch_add(1, std::memory_order_relaxed);
+    event(fmt::format("duplicate batch on {}-{}: {}; answered with offset {}", tp.topic,
+                      tp.partition, r.why, r.base_offset));
+  } else if (r.error != Errc::none) {
+    event(fmt::format("refused batch on {}-{}: {} ({})", tp.topic, tp.partition, errc_name(r.error),
+                      r.why));
+  }
+  return r;
+}
+
 void Broker::handle_produce(const ResponseSlot& slot, ProduceRequest req) {
   const bool valid_acks = req.acks == -1 || req.acks == 0 || req.acks == 1;
   ProduceResponse resp;
   std::vector<DelayedProduce::Appended> appended;
   std::vector<std::string> problems;
+  std::size_t duplicates = 0;
   resp.responses.reserve(req.topics.size());
   for (ProduceTopicData& t : req.topics) {
     ProduceTopicResponse& tr = resp.responses.emplace_back();
@@ -70,19 +141,40 @@ void Broker::handle_produce(const ResponseSlot& slot, ProduceRequest req) {
       RecordSetInfo info;
       std::string why;
       pr.error_code = check_records(p.records, info, why);
+      if (pr.error_code == Errc::none) pr.error_code = check_producer(req, info, why);
+      if (pr.error_code == Errc::transactional_id_authorization_failed) {
+        transactional_refused_.fetch_add(1, std::memory_order_relaxed);
+      }
+      const TopicPartition tp{t.name, p.index};
+      const std::int64_t before_hw = pl->high_watermark();
+      AppendResult r;
+      if (pr.error_code == Errc::none) {
+        r = append_batch(tp, *pl, std::move(*p.records), info);
+        pr.error_code = r.error;
+        why = r.why;
+      }
       if (pr.error_code != Errc::none) {
         // Nothing of this partition is appended; what the log held before is untouched.
         problems.push_back(
             fmt::format("{}-{}: {} ({})", t.name, p.index, errc_name(pr.error_code), why));
         continue;
       }
-      const std::int64_t before_hw = pl->high_watermark();
-      pr.base_offset = pl->append(std::move(*p.records), info.offset_count, info.max_timestamp);
-      const TopicPartition tp{t.name, p.index};
-      event(fmt::format("appended {} record(s) to {}-{} at offset {} (log end {})",
-                        info.offset_count, t.name, p.index, pr.base_offset, pl->log_end_offset()));
-      appended.push_back(DelayedProduce::Appended{
-          tp, pl->log_end_offset(), resp.responses.size() - 1, tr.partitions.size() - 1});
+      pr.base_offset = r.base_offset;
+      // A retry waits for its original's replication, as Kafka's acks=-1 does.
+      appended.push_back(DelayedProduce::Appended{tp, r.next_offset, resp.responses.size() - 1,
+                                                  tr.partitions.size() - 1});
+      if (r.duplicate) {
+        ++duplicates;
+        continue;  // nothing new to replicate
+      }
+      event(
+          fmt::format("appended {} record(s) to {}-{} at offset {} (log end {}){}",
+                      info.offset_count, t.name, p.index, pr.base_offset, pl->log_end_offset(),
+                      info.producer.idempotent()
+                          ? fmt::format(", producer {} epoch {} sequences {}..{}",
+                                        info.producer.producer_id, info.producer.producer_epoch,
+                                        info.producer.base_sequence, info.producer.last_sequence())
+                          : std::string()));
       if (pl->high_watermark() != before_hw) {
         on_high_watermark_advanced(tp, before_hw, pl->high_watermark());
       }
@@ -90,7 +182,12 @@ void Broker::handle_produce(const ResponseSlot& slot, ProduceRequest req) {
     }
   }
 
-  std::string summary = fmt::format("acks={}, {} partition(s) appended", req.acks, appended.size());
+  std::string summary =
+      fmt::format("acks={}, {} partition(s) appended", req.acks, appended.size() - duplicates);
+  if (duplicates > 0) {
+    summary +=
+        fmt::format(", {} retried batch(es) answered with their original offset", duplicates);
+  }
   for (const std::string& p : problems)
     summary += "; " + p;
   if (!valid_acks) {

@@ -255,7 +255,8 @@ def case_help(binary):
                    "--max-request-bytes", "--fetch-max-bytes", "--retention-bytes", "--node-id",
                    "--advertised-host", "--port-file", "--verbose", "--demo", "--metrics",
                    "--ui", "--group-initial-rebalance-delay-ms", "--group-min-session-timeout-ms",
-                   "--group-max-session-timeout-ms"]:
+                   "--group-max-session-timeout-ms", "--fault-drop-produce-response",
+                   "--max-producers-per-partition"]:
         check(option in h.stdout, f"--help describes {option}")
     bad = subprocess.run([binary, "--followers", "2", "--replication-delay-ms", "1,2,3"],
                          capture_output=True, text=True, timeout=30)

@@ -1,8 +1,6 @@
-// The Kafka APIs this codec speaks, and the versions it can encode and decode.
-//
-// What the codec can decode is not quite what the broker advertises (see broker_api_versions()
-// in api_versions.hpp): ApiVersions v3 is decoded and answered, because clients send it before
-// they know what the broker supports, but it is not advertised.
+// The Kafka APIs this codec speaks, the versions it can encode and decode (all of them
+// advertised by the broker, see broker_api_versions() in api_versions.hpp), and which versions of
+// each api are "flexible" (KIP-482: compact strings and arrays, tagged fields, header v2/v1).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +25,7 @@ enum class ApiKey : std::int16_t {
   describe_groups = 15,
   list_groups = 16,
   api_versions = 18,
+  init_producer_id = 22,
 };
 
 // Kafka's name for the api ("Metadata"), or "ApiKey(<n>)" for keys this codec does not know.
@@ -45,10 +44,17 @@ struct VersionRange {
 };
 
 // Versions of `key` this codec encodes and decodes; nullopt for a key it does not know.
-// ApiVersions 0..3, Metadata 0..4, Produce 3, Fetch 4, ListOffsets 1; the consumer-group APIs in
-// their non-flexible versions without static membership: FindCoordinator 0..2, JoinGroup 0..4,
-// SyncGroup 0..2, Heartbeat 0..2, LeaveGroup 0..1, OffsetCommit 0..6, OffsetFetch 0..5,
-// ListGroups 0..2, DescribeGroups 0..2.
+// ApiVersions 0..3, Metadata 0..8, Produce 3..4, Fetch 4, ListOffsets 1, InitProducerId 0..5; the
+// consumer-group APIs in their non-flexible versions without static membership: FindCoordinator
+// 0..2, JoinGroup 0..4, SyncGroup 0..2, Heartbeat 0..2, LeaveGroup 0..1, OffsetCommit 0..6,
+// OffsetFetch 0..5, ListGroups 0..2, DescribeGroups 0..2.
 [[nodiscard]] std::optional<VersionRange> codec_versions(ApiKey key) noexcept;
+
+// True when `version` of `key` is a flexible version in Kafka's message specs, also for versions
+// this codec does not decode (Metadata v9+, Produce v9+, ...), so the header of any request of a
+// known api is read right. Flexible requests use request header v2; flexible responses header v1,
+// except ApiVersions, whose response always uses header v0 (so any client can read its error).
+// False for keys this codec does not know.
+[[nodiscard]] bool is_flexible(ApiKey key, std::int16_t version) noexcept;
 
 }  // namespace purgatory::broker

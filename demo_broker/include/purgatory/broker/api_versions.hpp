@@ -41,9 +41,9 @@ struct ApiVersionsResponse {
   bool operator==(const ApiVersionsResponse&) const = default;
 };
 
-// What the demo broker advertises: ApiVersions 0..2, Metadata 0..4, Produce 3..3, Fetch 4..4,
-// ListOffsets 1..1, and every consumer-group api at the versions codec_versions() speaks.
-// ApiVersions stops at 2 although v3 is answered (see api_key.hpp).
+// What the demo broker advertises: every api at exactly the versions codec_versions() decodes
+// and the broker answers: ApiVersions 0..3, Metadata 0..8, Produce 3..4, Fetch 4..4, ListOffsets
+// 1..1, InitProducerId 0..5, and the consumer-group apis.
 [[nodiscard]] std::vector<ApiVersion> broker_api_versions();
 
 // Bodies only (no header, no frame). Precondition: `version` is within codec_versions().

@@ -96,6 +96,9 @@ class Broker {
   void note_malformed() noexcept { malformed_.fetch_add(1, std::memory_order_relaxed); }
   void log(std::string_view line) const;
   [[nodiscard]] bool verbose() const noexcept { return config_.verbose; }
+  // The --fault-drop-produce-response fault: true when the Produce response about to be sent is
+  // the one to drop (every Nth; never when the fault is off).
+  [[nodiscard]] bool drop_this_produce_response() noexcept;
 
  private:
   void accept();
@@ -103,6 +106,15 @@ class Broker {
   void handle_metadata(const ResponseSlot& slot, const MetadataRequest& req);
   void handle_list_offsets(const ResponseSlot& slot, const ListOffsetsRequest& req);
   void handle_produce(const ResponseSlot& slot, ProduceRequest req);
+  void handle_init_producer_id(const ResponseSlot& slot, const RequestHeader& header,
+                               const InitProducerIdRequest& req);
+  // The error for a valid batch Kafka's idempotence rules refuse before the log is asked (a
+  // transaction, a control batch, an idempotent batch without epoch or sequence), or none.
+  Errc check_producer(const ProduceRequest& req, const RecordSetInfo& info, std::string& why) const;
+  // Appends one partition's validated batch (idempotence checked in the log), counting and
+  // logging what became of it; the Kafka error for the partition, `why` filled for a refusal.
+  AppendResult append_batch(const TopicPartition& tp, PartitionLog& log, Bytes batch,
+                            const RecordSetInfo& info);
   void handle_fetch(const ResponseSlot& slot, FetchRequest req);
   // Schedules each follower's catch-up to `log_end` of `tp`.
   void replicate(const TopicPartition& tp, std::int64_t log_end);
@@ -154,6 +166,20 @@ class Broker {
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> malformed_{0};
   std::atomic<std::uint64_t> abandoned_{0};
+  std::uint64_t produce_responses_ = 0;  // counted for the produce-response fault
+
+  // Producer ids: handed out in order from the broker's start time in milliseconds, so an id of
+  // an earlier run of the broker (whose log is gone with it) is one this run never issued.
+  std::int64_t first_producer_id_ = 0;
+  std::int64_t next_producer_id_ = 0;
+  std::atomic<std::uint64_t> producer_ids_issued_{0};
+  std::atomic<std::uint64_t> transactional_refused_{0};
+  std::atomic<std::uint64_t> producer_states_{0};
+  std::atomic<std::uint64_t> producer_states_forgotten_{0};
+  std::atomic<std::uint64_t> duplicate_batches_{0};
+  std::atomic<std::uint64_t> out_of_order_batches_{0};
+  std::atomic<std::uint64_t> stale_epoch_batches_{0};
+  std::atomic<std::uint64_t> unknown_producer_batches_{0};
 };
 
 }  // namespace purgatory::broker

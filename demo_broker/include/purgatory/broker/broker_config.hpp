@@ -30,6 +30,13 @@ struct BrokerConfig {
                                                             std::chrono::milliseconds(100)};
   std::int32_t max_request_bytes = kDefaultMaxFrameBytes;  // Kafka's socket.request.max.bytes
   std::size_t retention_bytes = 64 * 1024 * 1024;          // per partition; 0: keep everything
+  // Idempotent producers whose state each partition remembers (>= 1); beyond it the one that
+  // appended least recently is forgotten (ProducerStateTable).
+  std::size_t max_producers_per_partition = 1000;
+  // A fault for tests and the demo: every Nth Produce response (counted over all connections)
+  // is not sent; the connection is closed instead, after the append, as if the network had lost
+  // the answer. 0: off.
+  std::uint32_t fault_drop_produce_response_every = 0;
   // Kafka's fetch.max.bytes: a Fetch's max_bytes is capped at this (> 0), so no request can make
   // the broker build a bigger response, except that the first batch is still returned whole
   // (KIP-74) however big.

@@ -11,6 +11,21 @@
 
 namespace purgatory::broker {
 
+// Idempotent producers (KIP-98): producer ids handed out, the state partitions keep, and what
+// became of their batches besides being appended. A plain value, thread-compatible.
+struct IdempotenceStats {
+  std::uint64_t producer_ids_issued = 0;        // InitProducerId answered with a new id
+  std::uint64_t transactional_refused = 0;      // InitProducerId or Produce of a transaction
+  std::uint64_t producer_states = 0;            // (partition, producer) states remembered now
+  std::uint64_t producer_states_forgotten = 0;  // dropped to make room (max per partition)
+  // Retries recognised: answered with the original offset (or DUPLICATE_SEQUENCE_NUMBER for one
+  // older than the 5 batches remembered), nothing appended.
+  std::uint64_t duplicate_batches = 0;
+  std::uint64_t out_of_order_batches = 0;      // OUT_OF_ORDER_SEQUENCE_NUMBER
+  std::uint64_t stale_epoch_batches = 0;       // INVALID_PRODUCER_EPOCH
+  std::uint64_t unknown_producer_batches = 0;  // UNKNOWN_PRODUCER_ID
+};
+
 // What the broker reports about itself: a snapshot, each field read atomically. A plain value,
 // thread-compatible.
 struct BrokerMetrics {
@@ -25,6 +40,7 @@ struct BrokerMetrics {
   PurgatoryMetrics join;                             // the group coordinator's join purgatory
   PurgatoryMetrics heartbeat;                        // and its heartbeat purgatory
   GroupCoordinatorStats groups;
+  IdempotenceStats idempotence;
 };
 
 }  // namespace purgatory::broker

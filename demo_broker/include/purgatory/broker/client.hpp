@@ -78,11 +78,15 @@ class Client {
   FetchResponse fetch(const FetchRequest& req, Duration timeout = kDefaultTimeout);
   ListOffsetsResponse list_offsets(const ListOffsetsRequest& req,
                                    Duration timeout = kDefaultTimeout);
+  // An idempotent producer's id and epoch (no transactional id).
+  InitProducerIdResponse init_producer_id(Duration timeout = kDefaultTimeout);
 
-  // One partition's shorthand: produce `records` as one batch; returns that partition's answer.
+  // One partition's shorthand: produce `records` as one batch, stamped with `producer` (default:
+  // none, not idempotent); returns that partition's answer.
   ProducePartitionResponse produce_one(const std::string& topic, std::int32_t partition,
                                        std::span<const ProducerRecord> records,
-                                       std::int16_t acks = 1, std::int32_t timeout_ms = 30000);
+                                       std::int16_t acks = 1, std::int32_t timeout_ms = 30000,
+                                       const BatchProducer& producer = {});
   // One partition's fetch; `wait` is how long to wait for the response (past max_wait_ms).
   FetchPartitionResponse fetch_one(const std::string& topic, std::int32_t partition,
                                    std::int64_t offset, std::int32_t max_wait_ms,
@@ -121,7 +125,8 @@ class Client {
 inline constexpr std::int16_t kProduceVersion = 3;
 inline constexpr std::int16_t kFetchVersion = 4;
 inline constexpr std::int16_t kListOffsetsVersion = 1;
-inline constexpr std::int16_t kMetadataVersion = 4;
+inline constexpr std::int16_t kMetadataVersion = 8;
+inline constexpr std::int16_t kInitProducerIdVersion = 5;
 inline constexpr std::int16_t kFindCoordinatorVersion = 2;
 inline constexpr std::int16_t kJoinGroupVersion = 4;  // a new member gets MEMBER_ID_REQUIRED first
 inline constexpr std::int16_t kSyncGroupVersion = 2;

@@ -25,6 +25,7 @@
 #include "purgatory/broker/find_coordinator.hpp"
 #include "purgatory/broker/header.hpp"
 #include "purgatory/broker/heartbeat.hpp"
+#include "purgatory/broker/init_producer_id.hpp"
 #include "purgatory/broker/join_group.hpp"
 #include "purgatory/broker/leave_group.hpp"
 #include "purgatory/broker/list_groups.hpp"
@@ -43,7 +44,7 @@ using RequestBody =
     std::variant<ProduceRequest, FetchRequest, ListOffsetsRequest, MetadataRequest,
                  ApiVersionsRequest, FindCoordinatorRequest, JoinGroupRequest, SyncGroupRequest,
                  HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest, OffsetFetchRequest,
-                 ListGroupsRequest, DescribeGroupsRequest>;
+                 ListGroupsRequest, DescribeGroupsRequest, InitProducerIdRequest>;
 
 struct Request {
   RequestHeader header;
@@ -88,6 +89,8 @@ Bytes encode_response(const ListGroupsResponse& resp, std::int16_t version,
                       std::int32_t correlation_id);
 Bytes encode_response(const DescribeGroupsResponse& resp, std::int16_t version,
                       std::int32_t correlation_id);
+Bytes encode_response(const InitProducerIdResponse& resp, std::int16_t version,
+                      std::int32_t correlation_id);
 
 // ---- client side ------------------------------------------------------------------------------
 
@@ -119,6 +122,8 @@ Bytes encode_request(const ListGroupsRequest& req, std::int16_t version,
                      std::int32_t correlation_id, const std::optional<std::string>& client_id);
 Bytes encode_request(const DescribeGroupsRequest& req, std::int16_t version,
                      std::int32_t correlation_id, const std::optional<std::string>& client_id);
+Bytes encode_request(const InitProducerIdRequest& req, std::int16_t version,
+                     std::int32_t correlation_id, const std::optional<std::string>& client_id);
 
 template <class Body>
 struct Response {
@@ -127,7 +132,8 @@ struct Response {
 };
 
 // Decodes a response payload (after the size prefix) of the given version. Body is the response
-// type of any api above (ApiVersionsResponse, MetadataResponse, ..., DescribeGroupsResponse).
+// type of any api above (ApiVersionsResponse, MetadataResponse, ..., InitProducerIdResponse);
+// the response header's version follows from the api and `version` (response_header_version()).
 template <class Body>
 Response<Body> decode_response(ByteView payload, std::int16_t version);
 
@@ -145,5 +151,6 @@ extern template Response<OffsetCommitResponse> decode_response(ByteView, std::in
 extern template Response<OffsetFetchResponse> decode_response(ByteView, std::int16_t);
 extern template Response<ListGroupsResponse> decode_response(ByteView, std::int16_t);
 extern template Response<DescribeGroupsResponse> decode_response(ByteView, std::int16_t);
+extern template Response<InitProducerIdResponse> decode_response(ByteView, std::int16_t);
 
 }  // namespace purgatory::broker

@@ -3,7 +3,8 @@
 // purgatories do: a fetch completing early when a produce brings enough bytes, a fetch expiring
 // empty after max_wait_ms, an acks=-1 produce completing when the followers catch up and one
 // timing out behind a slow follower, two consumers sharing a group until the heartbeat purgatory
-// expires one, then the purgatory metrics and how to explore with kcat.
+// expires one, an idempotent producer whose lost answer is retried and recognised (on a second
+// broker that loses produce answers), then the purgatory metrics and how to explore with kcat.
 #pragma once
 
 #include <chrono>
@@ -26,11 +27,12 @@ inline constexpr std::chrono::milliseconds kDemoFollowerDelays[] = {std::chrono:
                                                                     std::chrono::milliseconds(400)};
 
 // Plays the fetch and produce scenarios (not the consumer-group one, which needs the broker's
-// group settings) against a broker already listening on host:port whose two simulated
-// followers replicate after kDemoFollowerDelays, `pace` (>= 1) times slower than the scripted
-// timeline so that the live view can be watched, on topics named with `topic_suffix` ("early",
-// "quiet", ... plus the suffix). Prints the timeline to `out`. Returns 0 when every check passed.
-// Blocks for about 5 s times `pace`; call from a thread other than the broker's.
+// group settings, nor the idempotent producer's, which needs a broker that loses answers) against a
+// broker already listening on host:port whose two simulated followers replicate after
+// kDemoFollowerDelays, `pace` (>= 1) times slower than the scripted timeline so that the live view
+// can be watched, on topics named with `topic_suffix` ("early", "quiet", ... plus the suffix).
+// Prints the timeline to `out`. Returns 0 when every check passed. Blocks for about 5 s times
+// `pace`; call from a thread other than the broker's.
 int play_demo_scenarios(const std::string& host, std::uint16_t port, double pace,
                         const std::string& topic_suffix, std::FILE* out);
 

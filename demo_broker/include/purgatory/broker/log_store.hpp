@@ -23,9 +23,11 @@ namespace purgatory::broker {
 // Thread-compatible: the broker's io thread owns it.
 class LogStore {
  public:
-  // Every topic gets `partitions` (>= 1) partitions, each with `followers` simulated followers.
-  // Throws std::invalid_argument for partitions < 1.
-  LogStore(std::int32_t partitions, std::size_t followers, std::size_t retention_bytes);
+  // Every topic gets `partitions` (>= 1) partitions, each with `followers` simulated followers
+  // and room for `max_producers` (>= 1) idempotent producers' state. Throws std::invalid_argument
+  // for partitions < 1 or max_producers == 0.
+  LogStore(std::int32_t partitions, std::size_t followers, std::size_t retention_bytes,
+           std::size_t max_producers = PartitionLog::kDefaultMaxProducers);
 
   // The partitions of `topic`, creating it if needed; nullptr when the name is invalid.
   std::vector<PartitionLog>* get_or_create(const std::string& topic);
@@ -45,6 +47,7 @@ class LogStore {
   std::int32_t partitions_;
   std::size_t followers_;
   std::size_t retention_bytes_;
+  std::size_t max_producers_;
   std::map<std::string, std::vector<PartitionLog>, std::less<>> topics_;
 };
 

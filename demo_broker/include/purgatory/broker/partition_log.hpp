@@ -11,27 +11,58 @@
 //
 // Retention: once the partition holds more than `retention_bytes`, the oldest batches are
 // dropped (the log start offset moves up), so a long-running demo does not grow without bound.
+//
+// Idempotent producers: a batch carrying a producer id is checked against the partition's
+// ProducerStateTable and appended (or recognised as a retry) in the same call, so nothing can come
+// between the duplicate check and the append.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "purgatory/broker/errors.hpp"
+#include "purgatory/broker/producer_state.hpp"
+#include "purgatory/broker/record_batch.hpp"
 #include "purgatory/broker/wire.hpp"
 
 namespace purgatory::broker {
 
+// What became of a batch given to PartitionLog::append(). A plain value, thread-compatible.
+struct AppendResult {
+  // none: appended, or a duplicate answered with the original's offsets; else refused (the
+  // idempotent producer's error) and nothing appended.
+  Errc error = Errc::none;
+  std::int64_t base_offset = -1;  // the batch's first offset (the original's, for a duplicate)
+  std::int64_t next_offset =
+      -1;                       // one past its last offset: what acks=-1 waits for the HW to reach
+  bool duplicate = false;       // a retry of a remembered batch: nothing appended
+  std::string why;              // for a refusal or a duplicate (ProducerCheck::why)
+  bool producer_added = false;  // the partition started remembering this producer
+  bool producer_forgotten = false;  // and forgot another to make room
+};
+
 // Thread-compatible: the broker's io thread owns every PartitionLog.
 class PartitionLog {
  public:
-  // `followers` simulated replicas (0: the HW follows the log end at once). `retention_bytes` 0
-  // keeps everything.
-  PartitionLog(std::size_t followers, std::size_t retention_bytes);
+  // Producers whose state a partition keeps by default (see ProducerStateTable).
+  static constexpr std::size_t kDefaultMaxProducers = 1000;
 
-  // Appends one batch that passed validate_record_batches(), holding `offset_count` offsets and
-  // `max_timestamp`; rewrites its baseOffset to the log end offset. Returns that base offset.
+  // `followers` simulated replicas (0: the HW follows the log end at once). `retention_bytes` 0
+  // keeps everything. `max_producers` (>= 1): idempotent producers remembered.
+  PartitionLog(std::size_t followers, std::size_t retention_bytes,
+               std::size_t max_producers = kDefaultMaxProducers);
+
+  // Appends one batch that passed validate_record_batches() with `info`; rewrites its baseOffset
+  // to the log end offset. A batch of an idempotent producer (info.producer.idempotent()) is first
+  // checked against the producer's state (ProducerStateTable): a duplicate is answered with the
+  // original's offsets and not appended, a refused one appends nothing. Transactional batches are
+  // the caller's to refuse (this log does not speak transactions).
+  AppendResult append(Bytes batch, const RecordSetInfo& info);
+  // A batch of no producer (the non-idempotent path): appends it, returns its base offset.
   std::int64_t append(Bytes batch, std::int64_t offset_count, std::int64_t max_timestamp);
 
   // Follower `follower` (< followers()) has replicated every offset below `offset`. Returns true
@@ -65,6 +96,9 @@ class PartitionLog {
   // The first offset whose batch has a max timestamp >= `timestamp`, or nullopt (ListOffsets).
   [[nodiscard]] std::optional<std::int64_t> offset_for_timestamp(std::int64_t timestamp) const;
 
+  // The idempotent producers this partition remembers.
+  [[nodiscard]] const ProducerStateTable& producers() const noexcept { return producers_; }
+
  private:
   struct Batch {
     std::int64_t base_offset = 0;
@@ -81,6 +115,7 @@ class PartitionLog {
   void enforce_retention();
 
   std::deque<Batch> batches_;
+  ProducerStateTable producers_;
   std::vector<std::int64_t> follower_offsets_;
   std::size_t retention_bytes_;
   std::size_t size_bytes_ = 0;        // bytes held now

@@ -1,4 +1,7 @@
-// Produce (key 0), version 3 only: the first version carrying record batches (magic 2).
+// Produce (key 0), versions 3 and 4: v3 is the first version carrying record batches (magic 2);
+// v4 is v3 again (a broker may answer KAFKA_STORAGE_ERROR, which this one never does). Clients
+// that guess the broker's version from ApiVersions (kafka-python 2.0) take a broker offering
+// Metadata v5 for Kafka 1.0 and send Produce v4.
 //
 // Request: transactional_id (nullable), acks, timeout_ms, topics [name, partitions [index,
 // records (nullable bytes)]]. Response: responses [name, partitions [index, error_code,
@@ -66,7 +69,7 @@ struct ProduceResponse {
   bool operator==(const ProduceResponse&) const = default;
 };
 
-// Bodies only. Precondition: `version` is within codec_versions() (3).
+// Bodies only. Precondition: `version` is within codec_versions() (3..4).
 void write_body(Writer& w, const ProduceRequest& req, std::int16_t version);
 ProduceRequest read_produce_request(Reader& r, std::int16_t version);
 void write_body(Writer& w, const ProduceResponse& resp, std::int16_t version);

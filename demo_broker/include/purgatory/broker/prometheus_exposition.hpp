@@ -7,6 +7,10 @@
 //   purgatory_timer_pending_tasks{level}            gauge     tasks per timing-wheel level
 //   demo_broker_{connections_accepted_total, connections_open, requests_total,
 //                malformed_requests_total, abandoned_operations_total}
+//   demo_broker_consumer_groups, demo_broker_group_*       the consumer-group coordinator
+//   demo_broker_{producer_ids_issued_total, producer_states, producer_states_forgotten_total,
+//                duplicate_batches_total, transactions_refused_total}   idempotent producers
+//   demo_broker_idempotent_batches_refused_total{error}   counter   by Kafka error code name
 #pragma once
 
 #include <string>

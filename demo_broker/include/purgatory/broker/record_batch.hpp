@@ -41,10 +41,32 @@ inline constexpr std::int8_t kMagicV2 = 2;
 }  // namespace batch_layout
 
 // Thread-safety: every struct here is a plain value type, thread-compatible.
+// Who wrote a batch, as its header says (KIP-98): an idempotent producer stamps its producer id
+// and epoch, and numbers its batches per partition: baseSequence is the sequence of the first
+// record, baseSequence + lastOffsetDelta that of the last. producer_id -1: not idempotent.
+struct BatchProducer {
+  std::int64_t producer_id = -1;
+  std::int16_t producer_epoch = -1;
+  std::int32_t base_sequence = -1;
+  std::int32_t last_offset_delta = 0;
+
+  [[nodiscard]] bool idempotent() const noexcept { return producer_id >= 0; }
+  // The last record's sequence; sequences wrap from INT32_MAX to 0, as in Kafka.
+  [[nodiscard]] std::int32_t last_sequence() const noexcept {
+    const std::int64_t last = std::int64_t{base_sequence} + last_offset_delta;
+    return static_cast<std::int32_t>(last > 0x7FFFFFFF ? last - 0x80000000LL : last);
+  }
+  bool operator==(const BatchProducer&) const = default;
+};
+
 struct RecordSetInfo {
   std::size_t batch_count = 0;
   std::int64_t offset_count = 0;  // sum of lastOffsetDelta + 1: offsets the records will take
   std::int64_t max_timestamp = -1;
+  // Of the first batch (a Produce v3+ request carries exactly one per partition).
+  BatchProducer producer;
+  bool transactional = false;  // attributes bit 4: part of a transaction
+  bool control = false;        // attributes bit 5: a transaction marker, never sent by producers
 };
 
 // Checks every batch in `records` (batches back to back, as in a produce request): the header

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "purgatory/broker/record_batch.hpp"
 #include "purgatory/broker/wire.hpp"
 
 namespace purgatory::broker {
@@ -38,10 +39,12 @@ struct ConsumerRecord {
 };
 
 // One uncompressed batch holding `records` with offset deltas 0..n-1, all stamped
-// `timestamp_ms` (CreateTime), no producer id (-1), leader epoch -1, baseOffset `base_offset`.
-// Throws std::invalid_argument if `records` is empty (a batch holds at least one record).
+// `timestamp_ms` (CreateTime), leader epoch -1, baseOffset `base_offset`, and the producer id,
+// epoch and base sequence of `producer` (its last_offset_delta is ignored: the records set it).
+// The default producer is none (-1): a batch of a producer that is not idempotent. Throws
+// std::invalid_argument if `records` is empty (a batch holds at least one record).
 Bytes build_record_batch(std::span<const ProducerRecord> records, std::int64_t timestamp_ms,
-                         std::int64_t base_offset = 0);
+                         std::int64_t base_offset = 0, const BatchProducer& producer = {});
 
 // The records of every batch in `records` (a fetch response's blob), checking each batch's length,
 // magic and CRC first. A batch cut short at the end of the blob is skipped, as Kafka consumers do:

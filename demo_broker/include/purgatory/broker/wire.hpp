@@ -118,6 +118,7 @@ class Writer {
   void write_varint(std::int32_t v);
   void write_varlong(std::int64_t v);
   void write_compact_string(std::string_view s);
+  void write_compact_nullable_string(const std::optional<std::string>& s);  // null: length 0
   void write_compact_array_count(std::size_t n);
   void write_empty_tagged_fields() { write_uvarint(0); }
 
