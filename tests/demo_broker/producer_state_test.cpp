@@ -106,7 +106,7 @@ TEST_CASE("a gap, an overlap and a new epoch not at 0 are OUT_OF_ORDER_SEQUENCE_
   CHECK(append(log, producer(7, 0, 3, 1)).base_offset == 3);
 }
 
-TEST_CASE("a new epoch starts over at 0; the old epoch is then INVALID_PRODUCER_EPOCH (47)") {
+TEST_CASE("a new epoch starts over at 0, and the old epoch is then INVALID_PRODUCER_EPOCH (47)") {
   pb::PartitionLog log(0, 0);
   REQUIRE(append(log, producer(7, 0, 0, 3)).error == pb::Errc::none);
   CHECK(append(log, producer(7, 1, 0, 1)).base_offset == 3);  // the Java producer's epoch bump

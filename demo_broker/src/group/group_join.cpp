@@ -179,10 +179,10 @@ void GroupCoordinator::prepare_rebalance(const GroupRef& group, std::string_view
   if (group->is(GroupState::empty)) {
     const auto delay = static_cast<std::int32_t>(config_.initial_rebalance_delay.count());
     const std::int32_t remaining = std::max(group->rebalance_timeout_ms() - delay, 0);
-    op = OperationRef(new InitialDelayedJoin(*this, group, delay, remaining));
+    op = make_operation<InitialDelayedJoin>(*this, group, delay, remaining);
     waits = fmt::format("the initial rebalance delay, {} ms", delay);
   } else {
-    op = OperationRef(new DelayedJoin(*this, group, group->rebalance_timeout_ms()));
+    op = make_operation<DelayedJoin>(*this, group, group->rebalance_timeout_ms());
     waits = group->size() == 0 ? std::string("no member: nobody is left to wait for")
                                : fmt::format("{} member(s) to rejoin, up to {} ms", group->size(),
                                              group->rebalance_timeout_ms());
@@ -220,7 +220,7 @@ bool GroupCoordinator::maybe_extend_initial_delay(const GroupRef& group, std::in
                       plain_duration(milliseconds(delay))));
   group->join_phase_started = at;
   join_purgatory_->try_complete_else_watch(
-      OperationRef(new InitialDelayedJoin(*this, group, delay, remaining)), {group->group_id()});
+      make_operation<InitialDelayedJoin>(*this, group, delay, remaining), {group->group_id()});
   return true;
 }
 

@@ -159,14 +159,14 @@ void GroupCoordinator::complete_and_schedule_next_expiration(const GroupRef& gro
   heartbeat_purgatory_->check_and_complete(key);  // the previous session operation completes
   member.heartbeat_satisfied = false;
   heartbeat_purgatory_->try_complete_else_watch(
-      OperationRef(new DelayedHeartbeat(*this, group, member.member_id, false, timeout)), {key});
+      make_operation<DelayedHeartbeat>(*this, group, member.member_id, false, timeout), {key});
 }
 
 void GroupCoordinator::add_pending_member_expiration(const GroupRef& group,
                                                      const std::string& member_id,
                                                      milliseconds timeout) {
   heartbeat_purgatory_->try_complete_else_watch(
-      OperationRef(new DelayedHeartbeat(*this, group, member_id, true, timeout)),
+      make_operation<DelayedHeartbeat>(*this, group, member_id, true, timeout),
       {MemberKey{group->group_id(), member_id}});
 }
 
