@@ -222,7 +222,7 @@ TEST_CASE(
     Nesting::leave();
   });
   task->start(timer, 0ms, 1ms, PeriodicTask::Mode::fixed_rate);
-  const std::uint64_t target = kSanitized ? 2'000 : 20'000;
+  const std::uint64_t target = kSanitized ? 500 : 2000;
   std::atomic<bool> stop{false};
   std::thread jumper([&] {
     std::uint64_t k = 0;
