@@ -17,6 +17,7 @@
 
 #include "purgatory/timer/system_timer.hpp"
 #include "race_schedule.hpp"
+#include "threads.hpp"
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
@@ -30,11 +31,8 @@ namespace {
 struct Timed {
   explicit Timed(std::shared_ptr<purgatory::Executor> executor,
                  purgatory::TaskErrorHandler on_error = {})
-      : timer(TimerOptions{.name = "exec",
-                           .clock = &clock,
-                           .executor = std::move(executor),
-                           .driver = TimerOptions::Driver::external,
-                           .on_task_error = std::move(on_error)}) {}
+      : timer(driven_by_hand(clock, std::move(executor),
+                             {.name = "exec", .on_task_error = std::move(on_error)})) {}
   void advance(Nanos by) {
     clock.advance(by);
     timer.advance_clock(Nanos::zero());
@@ -114,14 +112,8 @@ TEST_CASE(
     t.timer.add(task, 1ms);
     t.advance(1ms);
     bool cancelled = !c.cancel_wins;
-    bool first = true;
-    RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                           .pause_probability = 0.0,
-                           .actions = {{c.point, [&] {
-                                          if (!std::exchange(first, false)) return;
-                                          std::thread other([&] { cancelled = task->cancel(); });
-                                          other.join();
-                                        }}}});
+    RaceSchedule schedule(RaceSchedule::at_first(
+        c.point, [&] { on_another_thread([&] { cancelled = task->cancel(); }); }));
     stash->run_all();
     CHECK(cancelled == c.cancel_wins);
     CHECK(task->runs == (c.cancel_wins ? 0 : 1));
