@@ -45,12 +45,10 @@ TEST_CASE(
   op->completable = true;  // any check that reaches it would complete it
   Signal copied;
   Signal aborted;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"check_and_complete: copied", [&] {
-                                        copied.set();
-                                        CHECK(aborted.wait());
-                                      }}}});
+  RaceSchedule schedule(RaceSchedule::at_each("check_and_complete: copied", [&] {
+    copied.set();
+    CHECK(aborted.wait());
+  }));
   std::size_t completed = 99;
   std::thread checker([&] { completed = p.purgatory.check_and_complete(1); });
   REQUIRE(copied.wait());
