@@ -461,9 +461,7 @@ TEST_CASE(
     "periodic_task.hpp: start() with an initial delay whose deadline overflows the clock throws "
     "std::invalid_argument naming it, and runs nothing") {
   ManualClock clock(Nanos::max() - 1h);
-  SystemTimer timer(TimerOptions{.clock = &clock,
-                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                 .driver = TimerOptions::Driver::external});
+  SystemTimer timer(driven_by_hand(clock, std::make_shared<InlineExecutor>()));
   auto task = purgatory::make_periodic([] {});
   CHECK_THROWS_WITH_AS(task->start(timer, 2h, 1ms, PeriodicTask::Mode::fixed_rate),
                        doctest::Contains("7200000000000 ns"), std::invalid_argument);

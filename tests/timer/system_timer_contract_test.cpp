@@ -27,7 +27,6 @@
 
 using namespace std::chrono_literals;
 using namespace purgatory;
-using purgatory::detail::ClockWaiter;
 using namespace purgatory::contract;
 using namespace purgatory::test;
 
@@ -125,10 +124,7 @@ TEST_CASE(
   ManualClock clock;
   StderrCapture err;
   {
-    SystemTimer timer(TimerOptions{.name = "loud",
-                                   .clock = &clock,
-                                   .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                   .driver = TimerOptions::Driver::external});
+    SystemTimer timer(driven_by_hand(clock, std::make_shared<InlineExecutor>(), {.name = "loud"}));
     timer.add(purgatory::make_task([] { throw std::runtime_error("disk on fire"); }), 1ms);
     auto after = purgatory::make_task<CountingTask>();
     timer.add(after, 2ms);

@@ -25,7 +25,6 @@
 
 using namespace std::chrono_literals;
 using namespace purgatory;
-using purgatory::detail::ClockWaiter;
 using namespace purgatory::contract;
 using namespace purgatory::test;
 

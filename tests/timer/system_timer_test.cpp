@@ -338,9 +338,7 @@ TEST_CASE("SystemTimer: bad options and delays get std::invalid_argument naming 
   CHECK_FALSE(task->is_pending());
 
   purgatory::ManualClock late(Nanos{std::numeric_limits<std::int64_t>::max() - 1'000'000});
-  SystemTimer near_end(TimerOptions{.clock = &late,
-                                    .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                    .driver = TimerOptions::Driver::external});
+  SystemTimer near_end(driven_by_hand(late, std::make_shared<purgatory::InlineExecutor>()));
   CHECK_THROWS_WITH_AS(near_end.add(task, 24h), doctest::Contains("overflows the clock"),
                        std::invalid_argument);
 }
@@ -464,11 +462,9 @@ TEST_CASE("SystemTimer: library memory per pending task is at most 49 bytes") {
   };
   static_assert(sizeof(Bare) == sizeof(purgatory::TimerTask));
   purgatory::ManualClock clock;
-  purgatory::SystemTimer timer(purgatory::TimerOptions{
-      // default tick and wheel size
-      .clock = &clock,
-      .executor = std::make_shared<purgatory::InlineExecutor>(),
-      .driver = TimerOptions::Driver::external});
+  // Default tick and wheel size.
+  purgatory::SystemTimer timer(
+      driven_by_hand(clock, std::make_shared<purgatory::InlineExecutor>()));
   constexpr std::size_t kTasks = 1'000'000;
   std::vector<purgatory::Ref<Bare>> tasks;
   tasks.reserve(kTasks);
