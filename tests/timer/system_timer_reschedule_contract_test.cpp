@@ -84,28 +84,23 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: reschedule() racing the start of the run: true means one run at the new "
     "deadline, false means the run already started at the old one (exact interleavings)") {
-  struct Case {
-    const char* point;
-    bool expect_moved;
-  };
-  for (const Case c : {Case{"ExpiredBatch::run_all: before the claim", true},
-                       Case{"ExpiredBatch::run_all: claimed, before run", false}}) {
+  for (const ClaimSide c : kClaimSides) {
     INFO(c.point);
     DrivenTimer<StashExecutor> m;
     std::vector<Nanos> ran_at;
     auto task = purgatory::make_task([&] { ran_at.push_back(m.clock.now()); });
     m.timer.add(task, 1ms);
     m.step(1ms);
-    bool moved = !c.expect_moved;
+    bool moved = !c.before_claim;
     RaceSchedule schedule(RaceSchedule::at_first(
         c.point, [&] { on_another_thread([&] { moved = m.timer.reschedule(*task, 5ms); }); }));
     m.executor->run_all();
-    CHECK(moved == c.expect_moved);
+    CHECK(moved == c.before_claim);
     for (int i = 0; i < 10; ++i) {
       m.step(1ms);
       m.executor->run_all();
     }
-    CHECK(ran_at == std::vector<Nanos>{c.expect_moved ? 6ms : 1ms});
+    CHECK(ran_at == std::vector<Nanos>{c.before_claim ? 6ms : 1ms});
     CHECK(m.timer.size() == 0);
   }
   // The claim lands between reschedule()'s look at the task and its taking it.

@@ -252,16 +252,12 @@ TEST_CASE(
     "system_timer.hpp: the destructor closes the timer and drops the handed-back tasks: none "
     "runs, each is released") {
   std::atomic<bool> dropped{false};
-  struct Tracked : TimerTask {
-    explicit Tracked(std::atomic<bool>& d) : destroyed(d) {}
-    ~Tracked() override { destroyed = true; }
-    void run() override { FAIL("a task pending at destruction must not run"); }
-    std::atomic<bool>& destroyed;
-  };
   auto kept = purgatory::make_task<CountingTask>();
   {
     ManualTimer m;
-    m.timer.add(purgatory::make_task<Tracked>(dropped), 5ms);  // fire and forget
+    m.timer.add(purgatory::make_task<Tracked>(
+                    dropped, [] { FAIL("a task pending at destruction must not run"); }),
+                5ms);  // fire and forget
     m.timer.add(kept, 5ms);
     CHECK(kept->use_count() == 2);
   }

@@ -25,23 +25,6 @@ using namespace purgatory;
 using namespace purgatory::contract;
 using namespace purgatory::test;
 
-namespace {
-
-// Sets a flag when destroyed; counts runs.
-struct Tracked : TimerTask {
-  explicit Tracked(std::atomic<bool>& destroyed) : destroyed_(destroyed) {}
-  ~Tracked() override { destroyed_ = true; }
-  std::atomic<int> runs{0};
-
- protected:
-  void run() override { runs.fetch_add(1); }
-
- private:
-  std::atomic<bool>& destroyed_;
-};
-
-}  // namespace
-
 TEST_CASE(
     "timer_task.hpp: make_task() builds a subclass or a callable task, owned by the one "
     "reference it returns") {
