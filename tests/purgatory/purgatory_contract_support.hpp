@@ -16,6 +16,7 @@
 #include "contract_support.hpp"
 #include "operation_timeout.hpp"
 #include "purgatory/delayed_operation.hpp"
+#include "purgatory_test_support.hpp"
 #include "sanitizers.hpp"
 
 namespace purgatory::contract {
@@ -29,14 +30,10 @@ using test::rounds;
 
 // An operation that records what its callbacks saw. Hooks (on_try, on_done, on_expired) are set
 // before the operation is shared and not changed after.
-class Probe : public DelayedOperation {
+class Probe : public test::CountingOperation {
  public:
-  explicit Probe(Nanos timeout) : DelayedOperation(timeout) {}
+  explicit Probe(Nanos timeout) : CountingOperation(timeout) {}
 
-  std::atomic<bool> completable{false};
-  std::atomic<int> tries{0};
-  std::atomic<int> completions{0};
-  std::atomic<int> expirations{0};
   std::atomic<int> running_tries{0};        // try_complete() runs in progress now
   std::atomic<bool> concurrent_try{false};  // two try_complete() ran at once
   std::atomic<bool> try_without_lock{false};
