@@ -329,18 +329,12 @@ TEST_CASE(
   ManualPurgatory<int> p;
   auto op = probe(1s);
   p.purgatory.try_complete_else_watch(op, {1});
-  Signal release;
-  Signal in_callback;
-  op->on_done = [&] {
-    in_callback.set();
-    CHECK(release.wait());
-  };
-  std::thread first([&] { p.purgatory.shutdown(); });  // decides shut_down; the callback blocks
-  REQUIRE(in_callback.wait());
+  // Decides shut_down; the callback blocks.
+  HeldInCallback first(*op, [&] { p.purgatory.shutdown(); });
+  REQUIRE(first.entered());
   p.purgatory.shutdown();  // the second call: returns although the first still waits
   CHECK(p.purgatory.is_shut_down());
-  release.set();
-  first.join();
+  first.release();
   CHECK(op->outcome() == Outcome::shut_down);
 }
 

@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include "contract_support.hpp"
+#include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
 #include "seeded_rounds.hpp"
@@ -19,8 +20,6 @@ using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
-using contract::Signal;
 
 TEST_CASE(
     "regression: a timeout of SystemTimer::kMaxDelay is accepted while the timer's "
@@ -213,18 +212,10 @@ TEST_CASE(
   p.purgatory.try_complete_else_watch(op, {1});
   REQUIRE(timeout_pending(*op));
   op->completable = true;  // any check that reaches it would complete it
-  Signal copied;
-  Signal cancelled;
-  RaceSchedule schedule(RaceSchedule::at_each("check_and_complete: copied", [&] {
-    copied.set();
-    CHECK(cancelled.wait());
-  }));
-  std::size_t completed_by_check = 99;
-  std::thread checker([&] { completed_by_check = p.purgatory.check_and_complete(1); });
-  REQUIRE(copied.wait());
+  HeldCheck check(p.purgatory, 1);
+  REQUIRE(check.copied());
   const auto handed_back = p.purgatory.cancel_for_key(1);
-  cancelled.set();
-  checker.join();
+  const std::size_t completed_by_check = check.release();
   REQUIRE(handed_back.size() == 1);
   CHECK(completed_by_check == 0);
   CHECK(op->completions == 0);
