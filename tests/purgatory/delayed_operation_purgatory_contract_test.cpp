@@ -390,11 +390,8 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation_purgatory.hpp: if the timer refuses the timeout (closed, or at "
     "max_pending) the operation expires at once") {
-  ManualClock clock;
-  TimerOptions to = ManualTimer::options(clock);
-  to.max_pending = 1;
-  auto timer = std::make_shared<SystemTimer>(to);
-  DelayedOperationPurgatory<int> p(timer);
+  ManualTimer manual(1ms, 20, /*max_pending=*/1);
+  DelayedOperationPurgatory<int> p(manual.shared);
   auto first = probe(1s);
   auto second = probe(1s);
   CHECK_FALSE(p.try_complete_else_watch(first, {1}));
@@ -403,7 +400,7 @@ TEST_CASE(
   CHECK(second->outcome() == Outcome::expired);  // at max_pending
   CHECK(second->expirations == 1);
   CHECK(p.watched() == 1);
-  (void)timer->close();
+  (void)manual.timer.close();
   auto third = probe(1s);
   CHECK_FALSE(p.try_complete_else_watch(third, {2}));
   CHECK(third->outcome() == Outcome::expired);  // closed
