@@ -26,6 +26,8 @@
 #include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
+#include "threads.hpp"
 
 using namespace std::chrono_literals;
 
@@ -194,9 +196,7 @@ TEST_CASE(
   const int n = rounds(200, 40);
   int cancelled = 0;
   std::uint64_t request_hits = 0;
-  for (int round = 0; round < n; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
-    INFO("seed " << seed);
+  for_each_seed(n, [&](std::uint64_t round, std::uint64_t seed) {
     ManualPurgatory<int> p;
     asio::io_context io;
     auto op = probe(2ms);
@@ -231,7 +231,7 @@ TEST_CASE(
     } else {
       CHECK_FALSE(r.ec);
     }
-  }
+  });
   MESSAGE("cancelled " << cancelled << " of " << n);
   CHECK(cancelled > 0);
   CHECK(cancelled < n);
@@ -274,13 +274,9 @@ TEST_CASE(
   asio::cancellation_signal cancel;
   Received r;
   p.purgatory.async_watch(op, {1}, cancellable(cancel, io.get_executor(), r, op.get()));
-  RaceSchedule schedule(
-      {.seed = RaceSchedule::seed(0),
-       .pause_probability = 0.0,
-       .actions = {{"DelayedOperation::complete_with: still pending", [&] {
-                      std::thread t([&] { cancel.emit(asio::cancellation_type::terminal); });
-                      t.join();
-                    }}}});
+  RaceSchedule schedule(RaceSchedule::at_each(
+      "DelayedOperation::complete_with: still pending",
+      [&] { on_another_thread([&] { cancel.emit(asio::cancellation_type::terminal); }); }));
   p.advance(5ms);  // the expiry starts, and the cancellation comes before it takes the lock
   CHECK(schedule.hits("complete_with: still pending") == 1);
   CHECK(schedule.hits("OutcomeWait::request_cancel") == 1);

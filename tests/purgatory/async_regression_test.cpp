@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "contract_support.hpp"
+#include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
 
@@ -22,8 +23,6 @@ using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
-using contract::Signal;
 
 TEST_CASE(
     "regression: async_watch cancelled through its cancellation slot: once the "
@@ -43,23 +42,13 @@ TEST_CASE(
                                                    got = o;
                                                  })));
   op->completable = true;  // any check that reaches it would complete it
-  Signal copied;
-  Signal aborted;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"check_and_complete: copied", [&] {
-                                        copied.set();
-                                        CHECK(aborted.wait());
-                                      }}}});
-  std::size_t completed = 99;
-  std::thread checker([&] { completed = p.purgatory.check_and_complete(1); });
-  REQUIRE(copied.wait());
+  HeldCheck check(p.purgatory, 1);
+  REQUIRE(check.copied());
   cancel.emit(boost::asio::cancellation_type::terminal);
   io.run();
   CHECK(got_ec == boost::asio::error::operation_aborted);
   CHECK(got == Outcome::cancelled);
-  aborted.set();
-  checker.join();
+  const std::size_t completed = check.release();
   CHECK(completed == 0);
   CHECK(op->outcome() == Outcome::cancelled);
   CHECK(op->completions == 1);

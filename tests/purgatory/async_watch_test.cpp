@@ -49,6 +49,20 @@ struct Completions {
   }
 };
 
+// A mock operation watched with async_watch() under `keys`, by a handler that `cancel` can cancel;
+// the handler runs on `io` and records into `c`.
+struct CancellableWatch {
+  explicit CancellableWatch(std::initializer_list<int> keys) {
+    p.purgatory.async_watch(op, keys, asio::bind_cancellation_slot(cancel.slot(), c.handler()));
+  }
+
+  ManualPurgatory<int> p;
+  asio::io_context io;
+  Completions c{io, {}};
+  asio::cancellation_signal cancel;
+  MockRef op = mock(1s);
+};
+
 TEST_CASE("async_watch: a check completes it early: (no error, completed) once, posted") {
   ManualPurgatory<int> p;
   asio::io_context io;
@@ -101,56 +115,42 @@ TEST_CASE(
 TEST_CASE(
     "async_watch: the handler's cancellation slot cancels the operation: (operation_aborted, "
     "cancelled), on_complete() once, off its keys, and nothing decides it again") {
-  ManualPurgatory<int> p;
-  asio::io_context io;
-  Completions c{io, {}};
-  asio::cancellation_signal cancel;
-  auto op = mock(1s);
-  p.purgatory.async_watch(op, {1, 2}, asio::bind_cancellation_slot(cancel.slot(), c.handler()));
-  CHECK(p.purgatory.watched() == 2);
-  cancel.emit(asio::cancellation_type::terminal);
-  CHECK(op->outcome() == Outcome::cancelled);
-  CHECK(op->completions == 1);
-  CHECK(p.purgatory.watched() == 0);
-  CHECK(p.manual.timer.size() == 0);
-  CHECK(p.purgatory.metrics().cancelled_total == 1);
-  op->completable = true;
-  CHECK(p.purgatory.check_and_complete(1) == 0);
-  p.advance(2s);
-  io.poll();
-  CHECK(c.seen == std::vector<Seen>{{kAborted, Outcome::cancelled}});
-  CHECK(op->completions == 1);
-  CHECK(op->expirations == 0);
+  CancellableWatch w({1, 2});
+  CHECK(w.p.purgatory.watched() == 2);
+  w.cancel.emit(asio::cancellation_type::terminal);
+  CHECK(w.op->outcome() == Outcome::cancelled);
+  CHECK(w.op->completions == 1);
+  CHECK(w.p.purgatory.watched() == 0);
+  CHECK(w.p.manual.timer.size() == 0);
+  CHECK(w.p.purgatory.metrics().cancelled_total == 1);
+  w.op->completable = true;
+  CHECK(w.p.purgatory.check_and_complete(1) == 0);
+  w.p.advance(2s);
+  w.io.poll();
+  CHECK(w.c.seen == std::vector<Seen>{{kAborted, Outcome::cancelled}});
+  CHECK(w.op->completions == 1);
+  CHECK(w.op->expirations == 0);
 }
 
 TEST_CASE("async_watch: every cancellation type cancels it (terminal, partial, total)") {
   for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
                           asio::cancellation_type::total}) {
-    ManualPurgatory<int> p;
-    asio::io_context io;
-    Completions c{io, {}};
-    asio::cancellation_signal cancel;
-    auto op = mock(1s);
-    p.purgatory.async_watch(op, {1}, asio::bind_cancellation_slot(cancel.slot(), c.handler()));
-    cancel.emit(type);
-    io.poll();
-    CHECK(c.seen == std::vector<Seen>{{kAborted, Outcome::cancelled}});
+    CancellableWatch w({1});
+    w.cancel.emit(type);
+    w.io.poll();
+    CHECK(w.c.seen == std::vector<Seen>{{kAborted, Outcome::cancelled}});
   }
 }
 
 TEST_CASE("async_watch: a cancellation after the outcome changes nothing") {
-  ManualPurgatory<int> p;
-  asio::io_context io;
-  Completions c{io, {}};
-  asio::cancellation_signal cancel;
-  auto op = mock(1s);
-  p.purgatory.async_watch(op, {1}, asio::bind_cancellation_slot(cancel.slot(), c.handler()));
-  CHECK(op->force_complete());
-  cancel.emit(asio::cancellation_type::terminal);  // before the handler ran: too late all the same
-  io.poll();
-  CHECK(c.seen == std::vector<Seen>{{error_code(), Outcome::completed}});
-  CHECK(op->outcome() == Outcome::completed);
-  CHECK(p.purgatory.metrics().cancelled_total == 0);
+  CancellableWatch w({1});
+  CHECK(w.op->force_complete());
+  // Before the handler ran: too late all the same.
+  w.cancel.emit(asio::cancellation_type::terminal);
+  w.io.poll();
+  CHECK(w.c.seen == std::vector<Seen>{{error_code(), Outcome::completed}});
+  CHECK(w.op->outcome() == Outcome::completed);
+  CHECK(w.p.purgatory.metrics().cancelled_total == 0);
 }
 
 TEST_CASE("async_watch: with use_future the future holds the outcome") {

@@ -17,6 +17,8 @@
 #include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
+#include "threads.hpp"
 
 using namespace std::chrono_literals;
 
@@ -79,11 +81,10 @@ TEST_CASE(
   });
   CHECK(ran_on == std::thread::id{});
   std::thread::id completer_id;
-  std::thread completer([&] {
+  on_another_thread([&] {
     completer_id = std::this_thread::get_id();
     promise.set_value(7);
   });
-  completer.join();
   CHECK(ran_on == completer_id);
   CHECK(nested_value == 7);
   CHECK(nested_ran);
@@ -145,11 +146,10 @@ TEST_CASE(
   promises[0].set_value(0);
   CHECK(response.calls == 0);
   std::thread::id last_id;
-  std::thread last([&] {
+  on_another_thread([&] {
     last_id = std::this_thread::get_id();
     promises[1].set_value(1);
   });
-  last.join();
   CHECK(response.calls == 1);
   CHECK(response.outcome.load() == Outcome::completed);
   CHECK(response.futures == 3);
@@ -174,11 +174,10 @@ TEST_CASE(
   manual.advance(99ms);
   CHECK(response.calls == 0);
   std::thread::id timer_thread;
-  std::thread advancer([&] {
+  on_another_thread([&] {
     timer_thread = std::this_thread::get_id();
     manual.advance(1ms);  // the inline executor runs the expiry here
   });
-  advancer.join();
   CHECK(response.calls == 1);
   CHECK(response.outcome.load() == Outcome::expired);
   CHECK(response.done_futures == 1);
@@ -303,9 +302,7 @@ TEST_CASE(
     "with watches from two threads, complete each operation exactly once (seeded schedule)") {
   const int n = rounds(150, 30);
   std::uint64_t link_hits = 0;
-  for (int round = 0; round < n; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
-    INFO("seed " << seed);
+  for_each_seed(n, [&](std::uint64_t seed) {
     ManualTimer manual;
     DelayedFuturePurgatory<int> purgatory(manual.timer);
     constexpr int kOps = 4;
@@ -346,7 +343,7 @@ TEST_CASE(
     }
     CHECK(purgatory.num_delayed() == 0);
     link_hits += schedule.hits("DelayedFuture: took the operation");
-  }
+  });
   CHECK(link_hits > 0);
 }
 

@@ -20,6 +20,8 @@
 #include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
+#include "threads.hpp"
 
 using namespace std::chrono_literals;
 
@@ -51,12 +53,8 @@ TEST_CASE(
   const int n = rounds(150, 30);
   int outcomes[4] = {0, 0, 0, 0};
   std::uint64_t decide_points = 0;
-  for (int round = 0; round < n; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
-    INFO("seed " << seed);
-    PurgatoryOptions options;
-    options.shards = 4;
-    ManualPurgatory<int> p(options);
+  for_each_seed(n, [&](std::uint64_t seed) {
+    ManualPurgatory<int> p({.shards = 4});
     std::vector<ProbeRef> ops;
     for (int i = 0; i < 6; ++i) {
       ops.push_back(probe(std::chrono::milliseconds(1 + i)));
@@ -101,7 +99,7 @@ TEST_CASE(
     CHECK(p.purgatory.watched() == 0);
     CHECK(p.purgatory.num_delayed() == 0);
     decide_points += schedule.hits("DelayedOperation::complete_with");
-  }
+  });
   MESSAGE("completed " << outcomes[1] << ", expired " << outcomes[2] << ", shut down "
                        << outcomes[3]);
   CHECK(decide_points > 0);
@@ -116,10 +114,8 @@ TEST_CASE(
   auto op = probe(10ms);
   p.purgatory.try_complete_else_watch(op, {1});
   Signal expiry_waiting;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"DelayedOperation::complete_with: still pending",
-                                      [&] { expiry_waiting.set(); }}}});
+  RaceSchedule schedule(RaceSchedule::at_each("DelayedOperation::complete_with: still pending",
+                                              [&] { expiry_waiting.set(); }));
   op->lock();
   std::thread expiry([&] { p.advance(20ms); });
   REQUIRE(expiry_waiting.wait());
@@ -138,9 +134,7 @@ TEST_CASE(
     "itself, and only while pending (4 threads checking one operation, seeded schedule)") {
   const int n = rounds(100, 20);
   std::uint64_t busy_hits = 0;
-  for (int round = 0; round < n; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
-    INFO("seed " << seed);
+  for_each_seed(n, [&](std::uint64_t seed) {
     ManualPurgatory<int> p;
     auto op = probe(1h);
     op->on_try = [&] {
@@ -168,7 +162,7 @@ TEST_CASE(
     CHECK(op->completions == 1);
     check_callbacks_sound(*op);
     busy_hits += schedule.hits("DelayedOperation::check: lock busy");
-  }
+  });
   CHECK(busy_hits > 0);
 }
 
@@ -218,11 +212,10 @@ TEST_CASE(
     return true;
   };
   b->completable = true;
-  std::thread checker([&] {
+  on_another_thread([&] {
     CHECK(p1.purgatory.check_and_complete(1) == 1);
     checked.set();
   });
-  checker.join();
   holder.join();
   CHECK(inner == 0);  // b's lock was busy: the check left a note instead of waiting
   CHECK(a->outcome() == Outcome::completed);
@@ -429,11 +422,10 @@ TEST_CASE(
 
   fail = true;
   std::thread::id checker_id;
-  std::thread checker([&] {
+  on_another_thread([&] {
     checker_id = std::this_thread::get_id();
     CHECK(p.purgatory.check_and_complete(1) == 0);
   });
-  checker.join();
   REQUIRE(reports.size() == 2);
   CHECK(reports[1].what == "try_complete: broke on try 3");
   CHECK(reports[1].thread == checker_id);
@@ -514,9 +506,7 @@ TEST_CASE(
   const int n = rounds(300, 60);
   std::uint64_t stored_hits = 0;
   std::uint64_t finish_hits = 0;
-  for (int round = 0; round < n; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
-    INFO("seed " << seed);
+  for_each_seed(n, [&](std::uint64_t seed) {
     std::atomic<int> calls{0};
     std::atomic<Outcome> seen{Outcome::pending};
     std::atomic<bool> early{false};
@@ -532,7 +522,7 @@ TEST_CASE(
     CHECK(calls == 1);
     CHECK(seen.load() == Outcome::completed);
     CHECK_FALSE(early.load());
-  }
+  });
   CHECK(stored_hits > 0);
   CHECK(finish_hits > 0);
 }

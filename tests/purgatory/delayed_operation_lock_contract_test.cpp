@@ -20,6 +20,8 @@
 #include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
+#include "threads.hpp"
 
 using namespace std::chrono_literals;
 
@@ -137,9 +139,7 @@ TEST_CASE(
     "gets true, the winner's on_complete() has run when it returns (seeded schedule)") {
   const int n = rounds(100, 20);
   int expiry_won = 0;
-  for (int round = 0; round < n; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
-    INFO("seed " << seed);
+  for_each_seed(n, [&](std::uint64_t seed) {
     ManualPurgatory<int> p;
     auto op = probe(1ms);
     p.purgatory.try_complete_else_watch(op, {1});
@@ -163,7 +163,7 @@ TEST_CASE(
     CHECK(wins == (expired ? 0 : 1));
     CHECK(winner_saw_callback.load());
     CHECK(op->completions == 1);
-  }
+  });
   MESSAGE("the expiry won " << expiry_won << " of " << n);
 }
 
@@ -249,14 +249,10 @@ TEST_CASE(
     }
     return false;
   };
-  bool first = true;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"DelayedOperation::check: lock busy", [&] {
-                                        if (!std::exchange(first, false)) return;
-                                        checker_busy.set();
-                                        CHECK(holder_done.wait());
-                                      }}}});
+  RaceSchedule schedule(RaceSchedule::at_first("DelayedOperation::check: lock busy", [&] {
+    checker_busy.set();
+    CHECK(holder_done.wait());
+  }));
   std::thread holder([&] {
     CHECK_FALSE(op->safe_try_complete());
     holder_done.set();
@@ -279,16 +275,12 @@ TEST_CASE(
   // gives up. The holder's release must serve the note: its own call completes the operation.
   auto op = probe(1s);
   std::thread checker;
-  bool first = true;
-  RaceSchedule schedule(
-      {.seed = RaceSchedule::seed(0),
-       .pause_probability = 0.0,
-       .actions = {{"DelayedOperation::run_try_complete_locked: no note seen, still held", [&] {
-                      if (!std::exchange(first, false)) return;
-                      op->completable = true;
-                      checker = std::thread([&] { CHECK_FALSE(op->safe_try_complete()); });
-                      checker.join();  // it left while the lock was still held
-                    }}}});
+  RaceSchedule schedule(RaceSchedule::at_first(
+      "DelayedOperation::run_try_complete_locked: no note seen, still held", [&] {
+        op->completable = true;
+        checker = std::thread([&] { CHECK_FALSE(op->safe_try_complete()); });
+        checker.join();  // it left while the lock was still held
+      }));
   CHECK(op->safe_try_complete());  // served after the release, by this call
   CHECK(schedule.hits("DelayedOperation::check: lock busy") >= 2);
   CHECK(op->is_completed());
@@ -327,8 +319,8 @@ TEST_CASE(
   op->lock();
   CHECK(op->lock_held_by_current_thread());
   std::size_t completed_by_check = 99;
-  std::thread checker([&] { completed_by_check = p.purgatory.check_and_complete(1); });
-  checker.join();  // returns although the lock is held
+  // From another thread: the check returns although the lock is held.
+  on_another_thread([&] { completed_by_check = p.purgatory.check_and_complete(1); });
   CHECK(completed_by_check == 0);
   CHECK(op->tries == tries_before);
   op->completable = true;  // state try_complete() reads, changed under the lock
@@ -348,21 +340,19 @@ TEST_CASE(
   CHECK(op->lock_held_by_current_thread());
   bool other_got = true;
   bool other_sees_held = true;
-  std::thread other([&] {
+  on_another_thread([&] {
     other_got = op->try_lock();
     other_sees_held = op->lock_held_by_current_thread();
   });
-  other.join();
   CHECK_FALSE(other_got);
   CHECK_FALSE(other_sees_held);
   op->unlock();
   op->unlock();
   CHECK_FALSE(op->lock_held_by_current_thread());
-  std::thread after([&] {
+  on_another_thread([&] {
     other_got = op->try_lock();
     if (other_got) op->unlock();
   });
-  after.join();
   CHECK(other_got);
 }
 

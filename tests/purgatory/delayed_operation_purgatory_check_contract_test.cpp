@@ -21,6 +21,8 @@
 #include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
+#include "threads.hpp"
 
 using namespace std::chrono_literals;
 
@@ -157,17 +159,13 @@ TEST_CASE(
   p.purgatory.try_complete_else_watch(expired, {1});
   p.purgatory.try_complete_else_watch(cancelled, {1, 30});
   std::vector<OperationRef> handed_back;
-  bool first = true;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"check_and_complete: copied", [&] {
-                                        if (!std::exchange(first, false)) return;
-                                        CHECK(completed->force_complete());
-                                        p.advance(5ms);
-                                        handed_back = p.purgatory.cancel_for_key(30);
-                                        for (const auto& op : {completed, expired, cancelled})
-                                          op->completable = true;
-                                      }}}});
+  RaceSchedule schedule(RaceSchedule::at_first("check_and_complete: copied", [&] {
+    CHECK(completed->force_complete());
+    p.advance(5ms);
+    handed_back = p.purgatory.cancel_for_key(30);
+    for (const auto& op : {completed, expired, cancelled})
+      op->completable = true;
+  }));
   CHECK(p.purgatory.check_and_complete(1) == 0);
   CHECK(schedule.hits("check_and_complete: copied") == 1);
   CHECK(completed->completions == 1);
@@ -224,13 +222,9 @@ TEST_CASE(
   auto op = probe(5ms);
   p.purgatory.try_complete_else_watch(op, {1});
   std::vector<OperationRef> handed{OperationRef()};
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"DelayedOperation::complete_with: still pending", [&] {
-                                        std::thread t(
-                                            [&] { handed = p.purgatory.cancel_for_key(1); });
-                                        t.join();
-                                      }}}});
+  RaceSchedule schedule(RaceSchedule::at_each(
+      "DelayedOperation::complete_with: still pending",
+      [&] { on_another_thread([&] { handed = p.purgatory.cancel_for_key(1); }); }));
   p.advance(5ms);  // the expiry runs here and pauses before the operation's lock
   CHECK(schedule.hits("complete_with: still pending") == 1);
   CHECK(handed.empty());
@@ -263,13 +257,9 @@ TEST_CASE(
   auto op = probe(5ms);
   p.purgatory.try_complete_else_watch(op, {1});
   std::vector<OperationRef> handed;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"ExpiredBatch::run_all: claimed, before run", [&] {
-                                        std::thread t(
-                                            [&] { handed = p.purgatory.cancel_for_key(1); });
-                                        t.join();
-                                      }}}});
+  RaceSchedule schedule(RaceSchedule::at_each("ExpiredBatch::run_all: claimed, before run", [&] {
+    on_another_thread([&] { handed = p.purgatory.cancel_for_key(1); });
+  }));
   p.advance(5ms);  // the timer claims the run; cancel_for_key() comes before run() is called
   CHECK(schedule.hits("claimed, before run") == 1);
   REQUIRE(handed.size() == 1);
@@ -306,12 +296,8 @@ TEST_CASE(
     "the purgatory, never both, the totals agree") {
   const int n = rounds(150, 30);
   std::uint64_t handed_total = 0;
-  for (int round = 0; round < n; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
-    INFO("seed " << seed);
-    PurgatoryOptions options;
-    options.shards = 2;
-    ManualPurgatory<int> p(options);
+  for_each_seed(n, [&](std::uint64_t seed) {
+    ManualPurgatory<int> p({.shards = 2});
     std::vector<ProbeRef> ops;
     for (int i = 0; i < 6; ++i) {
       ops.push_back(probe(std::chrono::milliseconds(1 + i % 3)));
@@ -360,7 +346,7 @@ TEST_CASE(
     CHECK(m.completed_total + m.expired_total + m.shut_down_total ==
           static_cast<std::uint64_t>(decided_by_purgatory));
     handed_total += handed.size();
-  }
+  });
   MESSAGE("handed back " << handed_total);
   CHECK(handed_total > 0);
 }
@@ -368,9 +354,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation_purgatory.hpp: watched() and num_delayed() are exact while nothing "
     "changes") {
-  PurgatoryOptions options;
-  options.shards = 64;
-  ManualPurgatory<int> p(options);
+  ManualPurgatory<int> p({.shards = 64});
   std::vector<ProbeRef> ops;
   std::size_t pairs = 0;
   for (int i = 0; i < 200; ++i) {
@@ -399,12 +383,8 @@ TEST_CASE(
     "and completions are never negative (never above the pairs ever linked, seeded schedule)") {
   const int n = rounds(30, 8);
   std::uint64_t sum_pauses = 0;
-  for (int round = 0; round < n; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
-    INFO("seed " << seed);
-    PurgatoryOptions options;
-    options.shards = 8;
-    ManualPurgatory<int> p(options);
+  for_each_seed(n, [&](std::uint64_t seed) {
+    ManualPurgatory<int> p({.shards = 8});
     constexpr int kOps = 40;
     constexpr int kKeys = 3;
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 20us});
@@ -439,7 +419,7 @@ TEST_CASE(
     CHECK(p.purgatory.watched() == 0);
     CHECK(p.purgatory.num_delayed() == 0);
     sum_pauses += schedule.hits("summed a shard");
-  }
+  });
   CHECK(sum_pauses > 0);
 }
 

@@ -21,6 +21,7 @@
 #include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
+#include "threads.hpp"
 
 using namespace std::chrono_literals;
 
@@ -62,9 +63,7 @@ std::string what_of(const std::function<void()>& f) {
 TEST_CASE(
     "delayed_operation_purgatory.hpp: a completed operation leaves every key's list the moment it "
     "completes, and a key whose list empties is erased: memory follows what is waiting now") {
-  PurgatoryOptions options;
-  options.shards = 1;
-  ManualPurgatory<int> p(options);
+  ManualPurgatory<int> p({.shards = 1});
   const int n = contract::kSanitized ? 5000 : 40000;
   std::vector<ProbeRef> ops;
   ops.reserve(static_cast<std::size_t>(n));
@@ -112,9 +111,7 @@ TEST_CASE(
   // One shard, and keys 4096 apart: their hashes agree in the low bits, so they share the slot of
   // the shard's lookup in front of its key map, and each erase must leave that slot pointing at
   // no freed entry.
-  PurgatoryOptions options;
-  options.shards = 1;
-  ManualPurgatory<int> p(options);
+  ManualPurgatory<int> p({.shards = 1});
   constexpr std::array<int, 3> kKeys = {0, 4096, 8192};
   std::array<std::vector<ProbeRef>, kKeys.size()> waiting;  // per key, watched now
   std::uint64_t state = 12345;
@@ -393,11 +390,8 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation_purgatory.hpp: if the timer refuses the timeout (closed, or at "
     "max_pending) the operation expires at once") {
-  ManualClock clock;
-  TimerOptions to = ManualTimer::options(clock);
-  to.max_pending = 1;
-  auto timer = std::make_shared<SystemTimer>(to);
-  DelayedOperationPurgatory<int> p(timer);
+  ManualTimer manual(1ms, 20, /*max_pending=*/1);
+  DelayedOperationPurgatory<int> p(manual.shared);
   auto first = probe(1s);
   auto second = probe(1s);
   CHECK_FALSE(p.try_complete_else_watch(first, {1}));
@@ -406,7 +400,7 @@ TEST_CASE(
   CHECK(second->outcome() == Outcome::expired);  // at max_pending
   CHECK(second->expirations == 1);
   CHECK(p.watched() == 1);
-  (void)timer->close();
+  (void)manual.timer.close();
   auto third = probe(1s);
   CHECK_FALSE(p.try_complete_else_watch(third, {2}));
   CHECK(third->outcome() == Outcome::expired);  // closed
@@ -462,18 +456,15 @@ TEST_CASE(
   const std::array<FragileKey, 2> keys{FragileKey(1), FragileKey(2)};
   bool first = true;
   std::size_t checked = 99;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"DelayedOperationPurgatory::watch: linked a key", [&] {
-                                        if (!std::exchange(first, false)) return;
-                                        op->completable = true;
-                                        // A check of the linked key, from another thread.
-                                        std::thread t(
-                                            [&] { checked = p.check_and_complete(FragileKey(1)); });
-                                        t.join();
-                                        // Key 2 is new to the map: copying it in throws.
-                                        FragileKey::fail_copies = true;
-                                      }}}});
+  RaceSchedule schedule(
+      RaceSchedule::at_each("DelayedOperationPurgatory::watch: linked a key", [&] {
+        if (!std::exchange(first, false)) return;
+        op->completable = true;
+        // A check of the linked key, from another thread.
+        on_another_thread([&] { checked = p.check_and_complete(FragileKey(1)); });
+        // Key 2 is new to the map: copying it in throws.
+        FragileKey::fail_copies = true;
+      }));
   watch_expecting_copy_failure(p, op, keys);
   CHECK(!first);  // the throw came after key 1 was linked
   CHECK(checked == 0);

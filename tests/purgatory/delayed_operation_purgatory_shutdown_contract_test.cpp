@@ -21,6 +21,7 @@
 #include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
 
 using namespace std::chrono_literals;
 
@@ -72,10 +73,8 @@ TEST_CASE(
     return true;
   };
   p.purgatory.try_complete_else_watch(op, {1});
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"DelayedOperationPurgatory::shutdown: found",
-                                      [&] { shutdown_found_it.set(); }}}});
+  RaceSchedule schedule(RaceSchedule::at_each("DelayedOperationPurgatory::shutdown: found",
+                                              [&] { shutdown_found_it.set(); }));
   std::thread checker([&] { CHECK(p.purgatory.check_and_complete(1) == 1); });
   REQUIRE(in_try.wait());
   p.purgatory.shutdown();
@@ -199,10 +198,8 @@ TEST_CASE(
   };
   detail::OperationAccess::listen(*slow_listener,
                                   std::make_unique<SlowListener>(shutdown_waiting, listener_done));
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"DelayedOperationPurgatory::shutdown: completed all",
-                                      [&] { shutdown_waiting.set(); }}}});
+  RaceSchedule schedule(RaceSchedule::at_each("DelayedOperationPurgatory::shutdown: completed all",
+                                              [&] { shutdown_waiting.set(); }));
   slow_callback->completable = true;
   std::thread checker([&] { (void)p.purgatory.check_and_complete(1); });
   std::thread forcer([&] { (void)slow_listener->force_complete(); });
@@ -332,18 +329,12 @@ TEST_CASE(
   ManualPurgatory<int> p;
   auto op = probe(1s);
   p.purgatory.try_complete_else_watch(op, {1});
-  Signal release;
-  Signal in_callback;
-  op->on_done = [&] {
-    in_callback.set();
-    CHECK(release.wait());
-  };
-  std::thread first([&] { p.purgatory.shutdown(); });  // decides shut_down; the callback blocks
-  REQUIRE(in_callback.wait());
+  // Decides shut_down; the callback blocks.
+  HeldInCallback first(*op, [&] { p.purgatory.shutdown(); });
+  REQUIRE(first.entered());
   p.purgatory.shutdown();  // the second call: returns although the first still waits
   CHECK(p.purgatory.is_shut_down());
-  release.set();
-  first.join();
+  first.release();
   CHECK(op->outcome() == Outcome::shut_down);
 }
 
@@ -352,12 +343,8 @@ TEST_CASE(
     "(seeded schedule): one outcome each, and every callback has run when it returns") {
   const int n = rounds(150, 30);
   int shut = 0;
-  for (int round = 0; round < n; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
-    INFO("seed " << seed);
-    PurgatoryOptions options;
-    options.shards = 4;
-    ManualPurgatory<int> p(options);
+  for_each_seed(n, [&](std::uint64_t seed) {
+    ManualPurgatory<int> p({.shards = 4});
     std::vector<ProbeRef> ops;
     for (int i = 0; i < 8; ++i) {
       ops.push_back(probe(std::chrono::milliseconds(1 + i % 4)));
@@ -393,7 +380,7 @@ TEST_CASE(
       CHECK(op->completions == 1);
       shut += op->outcome() == Outcome::shut_down ? 1 : 0;
     }
-  }
+  });
   MESSAGE("shut down " << shut << " of " << n * 8);
   CHECK(shut > 0);
 }
@@ -403,12 +390,8 @@ TEST_CASE(
     "callbacks, while shutdown() runs, one outcome each, none for a refused watch, and the totals "
     "agree with the outcomes (seeded schedule)") {
   const int n = rounds(60, 12);
-  for (int round = 0; round < n; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(static_cast<std::uint64_t>(round));
-    INFO("seed " << seed);
-    PurgatoryOptions options;
-    options.shards = 4;
-    ManualPurgatory<int> p(options);
+  for_each_seed(n, [&](std::uint64_t seed) {
+    ManualPurgatory<int> p({.shards = 4});
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 20us});
     std::mutex mu;
     std::vector<ProbeRef> accepted;    // guarded by mu
@@ -506,7 +489,7 @@ TEST_CASE(
     CHECK(m.shut_down_total == by_purgatory[3]);
     CHECK(m.watched == 0);
     CHECK(m.delayed == 0);
-  }
+  });
 }
 
 }  // namespace

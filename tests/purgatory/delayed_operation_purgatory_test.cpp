@@ -200,11 +200,8 @@ TEST_CASE("callback exceptions go to on_callback_error with the callback's name"
 }
 
 TEST_CASE("a timeout the timer refuses (max_pending 1) expires the operation at once") {
-  ManualClock clock;
-  TimerOptions to = ManualTimer::options(clock);
-  to.max_pending = 1;
-  auto timer = std::make_shared<SystemTimer>(to);
-  DelayedOperationPurgatory<int> purgatory(timer);
+  ManualTimer manual(1ms, 20, /*max_pending=*/1);
+  DelayedOperationPurgatory<int> purgatory(manual.shared);
   auto a = mock(1s);
   auto b = mock(1s);
   CHECK_FALSE(purgatory.try_complete_else_watch(a, {1}));

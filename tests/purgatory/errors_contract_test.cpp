@@ -54,21 +54,14 @@ TEST_CASE(
   ManualPurgatory<int> p;
   auto op = probe(1s);
   p.purgatory.try_complete_else_watch(op, {1});
-  Signal in_callback;
-  Signal release;
-  op->on_done = [&] {
-    in_callback.set();
-    CHECK(release.wait());
-  };
-  std::thread shutter([&] { p.purgatory.shutdown(); });
-  REQUIRE(in_callback.wait());  // shutdown() has begun and waits for this callback
+  HeldInCallback shutter(*op, [&] { p.purgatory.shutdown(); });
+  REQUIRE(shutter.entered());  // shutdown() has begun and waits for this callback
   auto late = probe(1s);
   CHECK_THROWS_AS(p.purgatory.try_complete_else_watch(late, {2}), PurgatoryShutDown);
   CHECK_THROWS_AS(p.purgatory.check_and_complete(1), PurgatoryShutDown);
   CHECK_THROWS_AS(p.purgatory.cancel_for_key(1), PurgatoryShutDown);
   CHECK_FALSE(late->was_watched());
-  release.set();
-  shutter.join();
+  shutter.release();
 }
 
 TEST_CASE(

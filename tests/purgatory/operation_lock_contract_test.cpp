@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include "purgatory_contract_support.hpp"
+#include "threads.hpp"
 
 namespace purgatory::test {
 namespace {
@@ -23,11 +24,10 @@ TEST_CASE(
   CHECK(lock.depth() == 3);
   auto other_gets_it = [&] {
     bool got = false;
-    std::thread t([&] {
+    on_another_thread([&] {
       got = lock.try_lock();
       if (got) lock.unlock();
     });
-    t.join();
     return got;
   };
   lock.unlock();
@@ -51,8 +51,7 @@ TEST_CASE(
   lock.lock();
   CHECK(lock.held_by_current_thread());
   std::atomic<bool> other_sees{true};
-  std::thread t([&] { other_sees = lock.held_by_current_thread(); });
-  t.join();
+  on_another_thread([&] { other_sees = lock.held_by_current_thread(); });
   CHECK_FALSE(other_sees.load());
   lock.unlock();
   CHECK_FALSE(lock.held_by_current_thread());

@@ -1,13 +1,15 @@
 // Helpers for the purgatory contract suite: an operation that records everything a promise is
-// about (which thread, which lock, in which order), round counts scaled for sanitizers, and a
-// way to read what the library printed to stderr.
+// about (which thread, which lock, in which order), round counts scaled for sanitizers, a way to
+// read what the library printed to stderr, and calls held in the windows the promises speak of.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <unistd.h>
 
@@ -16,6 +18,8 @@
 #include "contract_support.hpp"
 #include "operation_timeout.hpp"
 #include "purgatory/delayed_operation.hpp"
+#include "purgatory_test_support.hpp"
+#include "race_schedule.hpp"
 #include "sanitizers.hpp"
 
 namespace purgatory::contract {
@@ -29,14 +33,10 @@ using test::rounds;
 
 // An operation that records what its callbacks saw. Hooks (on_try, on_done, on_expired) are set
 // before the operation is shared and not changed after.
-class Probe : public DelayedOperation {
+class Probe : public test::CountingOperation {
  public:
-  explicit Probe(Nanos timeout) : DelayedOperation(timeout) {}
+  explicit Probe(Nanos timeout) : CountingOperation(timeout) {}
 
-  std::atomic<bool> completable{false};
-  std::atomic<int> tries{0};
-  std::atomic<int> completions{0};
-  std::atomic<int> expirations{0};
   std::atomic<int> running_tries{0};        // try_complete() runs in progress now
   std::atomic<bool> concurrent_try{false};  // two try_complete() ran at once
   std::atomic<bool> try_without_lock{false};
@@ -107,11 +107,77 @@ inline void check_callbacks_sound(const Probe& op) {
   CHECK_FALSE(op.expiration_out_of_order.load());
 }
 
+// `call` on a thread of its own, held inside the on_complete() of `op` (a Probe it decides) until
+// release(): the window in which that call (a shutdown(), a check) waits for a callback.
+class HeldInCallback {
+ public:
+  template <class Call>
+  HeldInCallback(Probe& op, Call call) {
+    op.on_done = [this] {
+      entered_.set();
+      CHECK(released_.wait());
+    };
+    thread_ = std::thread(std::move(call));
+  }
+  ~HeldInCallback() { release(); }
+  HeldInCallback(const HeldInCallback&) = delete;
+  HeldInCallback& operator=(const HeldInCallback&) = delete;
+
+  // Waits until the call is inside the callback; false if it never got there.
+  bool entered() { return entered_.wait(); }
+  // Lets the callback return, and waits for the call to.
+  void release() {
+    released_.set();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  Signal entered_;
+  Signal released_;
+  std::thread thread_;
+};
+
+// check_and_complete(key) of `p` on a thread of its own, held where it has copied the key's list
+// and not yet tried the operations in it, until release(): the window in which what the check
+// holds may be decided, handed back or cancelled by someone else.
+template <class Purgatory, class Key>
+class HeldCheck {
+ public:
+  HeldCheck(Purgatory& p, Key key)
+      : schedule_(test::RaceSchedule::at_each("check_and_complete: copied",
+                                              [this] {
+                                                copied_.set();
+                                                CHECK(released_.wait());
+                                              })),
+        thread_([this, &p, key] { completed_ = p.check_and_complete(key); }) {}
+  ~HeldCheck() { (void)release(); }
+  HeldCheck(const HeldCheck&) = delete;
+  HeldCheck& operator=(const HeldCheck&) = delete;
+
+  // Waits until the check has copied the key's list; false if it never did.
+  bool copied() { return copied_.wait(); }
+  // Lets the check go on and waits for it: the number of operations it completed.
+  std::size_t release() {
+    released_.set();
+    if (thread_.joinable()) thread_.join();
+    return completed_;
+  }
+
+ private:
+  Signal copied_;
+  Signal released_;
+  std::size_t completed_ = 99;
+  test::RaceSchedule schedule_;
+  std::thread thread_;
+};
+
 }  // namespace purgatory::contract
 
 // What every purgatory contract test names unqualified.
 namespace purgatory::test {
 using contract::check_callbacks_sound;
+using contract::HeldCheck;
+using contract::HeldInCallback;
 using contract::probe;
 using contract::ProbeRef;
 using contract::Signal;

@@ -13,6 +13,7 @@
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
+#include "threads.hpp"
 
 using namespace std::chrono_literals;
 
@@ -145,11 +146,10 @@ TEST_CASE(
       [] { throw std::runtime_error("e"); });
   p.purgatory.try_complete_else_watch(op, {1});
   std::thread::id expiry_thread;
-  std::thread t([&] {
+  on_another_thread([&] {
     expiry_thread = std::this_thread::get_id();
     p.advance(10ms);
   });
-  t.join();
   REQUIRE(calls.size() == 2);
   CHECK(calls[0].where == "on_complete");
   CHECK(calls[1].where == "on_expiration");

@@ -11,15 +11,15 @@
 #include <doctest/doctest.h>
 
 #include "contract_support.hpp"
+#include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
 
 using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
-using contract::Signal;
 
 TEST_CASE(
     "regression: a timeout of SystemTimer::kMaxDelay is accepted while the timer's "
@@ -73,9 +73,7 @@ TEST_CASE(
   // One shard: shutdown() closes it between the watch's first and second key, then finds the
   // operation through the first key and waits for its lock; the watch fails on the second key
   // and must leave the operation undecided.
-  PurgatoryOptions options;
-  options.shards = 1;
-  ManualPurgatory<int> p(options);
+  ManualPurgatory<int> p({.shards = 1});
   auto op = mock(1s);
   Signal shutdown_found_it;
   std::thread shutter;
@@ -104,12 +102,8 @@ TEST_CASE(
     "gets an outcome, an accepted one exactly one (seeded schedule, 300 rounds)") {
   int refused = 0;
   int accepted = 0;
-  for (std::uint64_t round = 0; round < 300; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO("seed " << seed);
-    PurgatoryOptions options;
-    options.shards = 4;
-    ManualPurgatory<int> p(options);
+  for_each_seed(300, [&](std::uint64_t seed) {
+    ManualPurgatory<int> p({.shards = 4});
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.5, .max_pause = 50us});
     std::vector<MockRef> ops;
     for (int i = 0; i < 4; ++i)
@@ -145,7 +139,7 @@ TEST_CASE(
         CHECK(ops[i]->outcome() == Outcome::shut_down);
       }
     }
-  }
+  });
   MESSAGE("refused " << refused << ", accepted " << accepted);
 #if defined(_WIN32)
   // Windows sleeps (the seeded pauses, the sleep above) last a scheduler tick, 1-16 ms, not
@@ -218,20 +212,10 @@ TEST_CASE(
   p.purgatory.try_complete_else_watch(op, {1});
   REQUIRE(timeout_pending(*op));
   op->completable = true;  // any check that reaches it would complete it
-  Signal copied;
-  Signal cancelled;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"check_and_complete: copied", [&] {
-                                        copied.set();
-                                        CHECK(cancelled.wait());
-                                      }}}});
-  std::size_t completed_by_check = 99;
-  std::thread checker([&] { completed_by_check = p.purgatory.check_and_complete(1); });
-  REQUIRE(copied.wait());
+  HeldCheck check(p.purgatory, 1);
+  REQUIRE(check.copied());
   const auto handed_back = p.purgatory.cancel_for_key(1);
-  cancelled.set();
-  checker.join();
+  const std::size_t completed_by_check = check.release();
   REQUIRE(handed_back.size() == 1);
   CHECK(completed_by_check == 0);
   CHECK(op->completions == 0);
@@ -243,9 +227,7 @@ TEST_CASE(
     "regression: cancel_for_key() racing checks (seeded schedule, 300 rounds): "
     "every handed-back operation is completed by its caller, exactly once") {
   int handed = 0;
-  for (std::uint64_t round = 0; round < 300; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO("seed " << seed);
+  for_each_seed(300, [&](std::uint64_t seed) {
     ManualPurgatory<int> p;
     std::vector<MockRef> ops;
     for (int i = 0; i < 8; ++i) {
@@ -265,7 +247,7 @@ TEST_CASE(
     for (const auto& op : ops)
       CHECK(op->completions == 1);
     CHECK(p.purgatory.watched() == 0);
-  }
+  });
   MESSAGE("handed back " << handed << " of " << 300 * 8);
   CHECK(handed > 0);
 }

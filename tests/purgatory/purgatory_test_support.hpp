@@ -32,15 +32,23 @@ struct ManualPurgatory {
   DelayedOperationPurgatory<Key> purgatory;
 };
 
-// Kafka's MockDelayedOperation: completes when `completable` is set and a check runs.
-class MockOperation : public DelayedOperation {
+// What the tests' operations count: whether a check may complete it, and how often each of its
+// callbacks ran.
+class CountingOperation : public DelayedOperation {
  public:
-  explicit MockOperation(Nanos timeout) : DelayedOperation(timeout) {}
+  explicit CountingOperation(Nanos timeout) : DelayedOperation(timeout) {}
 
   std::atomic<bool> completable{false};
   std::atomic<int> tries{0};
   std::atomic<int> completions{0};
   std::atomic<int> expirations{0};
+};
+
+// Kafka's MockDelayedOperation: completes when `completable` is set and a check runs.
+class MockOperation : public CountingOperation {
+ public:
+  explicit MockOperation(Nanos timeout) : CountingOperation(timeout) {}
+
   std::atomic<bool> lock_held_in_try{true};  // stays true only if every try held the lock
   std::atomic<bool> lock_held_in_complete{false};
 

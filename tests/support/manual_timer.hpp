@@ -1,15 +1,28 @@
 // The tests' timer on a manual clock, and their latch.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <utility>
 
 #include "purgatory/timer/system_timer.hpp"
 
 namespace purgatory::test {
+
+// `options` for a timer on `clock` that hands expired tasks to `executor` and is driven by the
+// test: nothing expires until advance_clock() is called.
+inline TimerOptions driven_by_hand(const Clock& clock, std::shared_ptr<Executor> executor,
+                                   TimerOptions options = {}) {
+  options.clock = &clock;
+  options.executor = std::move(executor);
+  options.driver = TimerOptions::Driver::external;
+  return options;
+}
 
 // A timer driven by hand: nothing moves until advance() is called, and tasks run inline on the
 // thread that calls it, so a test sees every effect as soon as advance() returns. `timer` is the
@@ -26,15 +39,13 @@ struct ManualTimer {
   static TimerOptions options(const ManualClock& c, Nanos tick = std::chrono::milliseconds(1),
                               int wheel_size = 20, std::size_t max_pending = 0,
                               std::size_t bases = 0) {
-    return TimerOptions{.name = "manual",
-                        .tick = tick,
-                        .wheel_size = wheel_size,
-                        .clock = &c,
-                        .executor = std::make_shared<InlineExecutor>(),
-                        .driver = TimerOptions::Driver::external,
-                        .max_pending = max_pending,
-                        .on_task_error = {},
-                        .bases = bases};
+    return driven_by_hand(c, std::make_shared<InlineExecutor>(),
+                          TimerOptions{.name = "manual",
+                                       .tick = tick,
+                                       .wheel_size = wheel_size,
+                                       .max_pending = max_pending,
+                                       .on_task_error = {},
+                                       .bases = bases});
   }
 
   // Moves the clock, then drives the timer as its reaper thread would: expiry passes until one
@@ -49,6 +60,56 @@ struct ManualTimer {
   ManualClock clock;
   std::shared_ptr<SystemTimer> shared;
   SystemTimer& timer;
+};
+
+// A timer on a manual clock of its own that hands expired tasks to an E made of `executor_args`
+// (a pool, an executor that holds them...), driven by the test: step() moves the clock and makes
+// one expiry pass. Unlike ManualTimer::advance(), nothing waits for the executor to run them.
+template <class E>
+struct DrivenTimer {
+  template <class... Args>
+  explicit DrivenTimer(TimerOptions options = {}, Args&&... executor_args)
+      : executor(std::make_shared<E>(std::forward<Args>(executor_args)...)),
+        timer(driven_by_hand(clock, executor, std::move(options))) {}
+  DrivenTimer(const DrivenTimer&) = delete;
+  DrivenTimer& operator=(const DrivenTimer&) = delete;
+
+  // Moves the clock by `by`, then one expiry pass: what advance_clock() returns.
+  bool step(Nanos by) {
+    clock.advance(by);
+    return timer.advance_clock(Nanos::zero());
+  }
+
+  ManualClock clock;
+  std::shared_ptr<E> executor;
+  SystemTimer timer;
+};
+
+// Drives a DrivenTimer from a thread of its own until stop() (or destruction): step(1 ms), then a
+// sleep of `pause` if it is not zero, again and again.
+class DriverThread {
+ public:
+  template <class E>
+  explicit DriverThread(DrivenTimer<E>& m, std::chrono::microseconds pause = {})
+      : thread_([this, &m, pause] {
+          while (!stop_.load()) {
+            m.step(std::chrono::milliseconds(1));
+            if (pause > std::chrono::microseconds::zero()) std::this_thread::sleep_for(pause);
+          }
+        }) {}
+  ~DriverThread() { stop(); }
+  DriverThread(const DriverThread&) = delete;
+  DriverThread& operator=(const DriverThread&) = delete;
+
+  // Returns once the thread has ended; no step is made after.
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
 };
 
 // Counts down to zero from any thread (one count by default: a one-shot event). wait() gives up

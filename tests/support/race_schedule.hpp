@@ -7,21 +7,26 @@
 // seed and the order in which threads first reach a point, and with `pause_probability` yields or
 // sleeps up to `max_pause`: the window stays open long enough for the other threads of the test to
 // act inside it. A test may also attach an action to a named point (block until another thread has
-// done something), for races that need one exact interleaving.
+// done something), for races that need one exact interleaving: at_each() and at_first() make the
+// options of such a schedule.
 //
 //   RaceSchedule schedule({.seed = RaceSchedule::seed(iteration)});
 //   ... run the racing threads ...
 //   CHECK(schedule.hits("PeriodicTask::schedule_next") > 0);  // the window was exercised
 //
 // Seeds: RaceSchedule::seed(i) is PURGATORY_RACE_SEED (environment, default 1) mixed with i, and
-// a failing test prints it (INFO) so the run can be replayed.
+// a failing test prints it (INFO) so the run can be replayed (for_each_seed() in seeded_rounds.hpp
+// does both).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace purgatory::test {
@@ -54,6 +59,21 @@ class RaceSchedule {
 
   // The seed of iteration `i`: PURGATORY_RACE_SEED (default 1) mixed with i.
   [[nodiscard]] static std::uint64_t seed(std::uint64_t i);
+
+  // The options of a schedule for one exact interleaving: no pauses, and `action` runs on the
+  // thread reaching a point whose name contains `point`, each time one is reached.
+  [[nodiscard]] static Options at_each(std::string point, std::function<void()> action) {
+    return Options{.seed = seed(0),
+                   .pause_probability = 0.0,
+                   .actions = {Action{std::move(point), std::move(action)}}};
+  }
+  // The same, with `action` run only the first time such a point is reached.
+  [[nodiscard]] static Options at_first(std::string point, std::function<void()> action) {
+    auto first = std::make_shared<std::atomic<bool>>(true);
+    return at_each(std::move(point), [first, action = std::move(action)] {
+      if (first->exchange(false)) action();
+    });
+  }
 };
 
 }  // namespace purgatory::test

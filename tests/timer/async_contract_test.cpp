@@ -27,6 +27,8 @@
 
 #include "async_test_support.hpp"
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
+#include "threads.hpp"
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
@@ -138,8 +140,7 @@ TEST_CASE(
   std::stop_source stop;
   purgatory::async_wait(m.timer, 50ms, stop.get_token(), c.handler());
   CHECK(m.timer.size() == 1);
-  std::thread other([&] { stop.request_stop(); });  // from any thread
-  other.join();
+  on_another_thread([&] { stop.request_stop(); });  // from any thread
   CHECK(m.timer.size() == 0);
   m.advance(100ms);
   io.run();
@@ -210,10 +211,8 @@ TEST_CASE(
   Completions c{io, {}};
   std::stop_source stop;
   purgatory::async_wait(m.timer, 5ms, stop.get_token(), c.handler());
-  RaceSchedule schedule(
-      {.seed = RaceSchedule::seed(0),
-       .pause_probability = 0.0,
-       .actions = {{"ExpiredBatch::run_all: claimed, before run", [&] { stop.request_stop(); }}}});
+  RaceSchedule schedule(RaceSchedule::at_each("ExpiredBatch::run_all: claimed, before run",
+                                              [&] { stop.request_stop(); }));
   m.advance(5ms);
   io.run();
   CHECK(schedule.hits("claimed, before run") == 1);
@@ -227,12 +226,8 @@ TEST_CASE(
   boost::asio::io_context io;
   Completions c{io, {}};
   std::stop_source stop;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"async_wait: task added", [&] {
-                                        std::thread other([&] { stop.request_stop(); });
-                                        other.join();
-                                      }}}});
+  RaceSchedule schedule(RaceSchedule::at_each(
+      "async_wait: task added", [&] { on_another_thread([&] { stop.request_stop(); }); }));
   purgatory::async_wait(m.timer, 50ms, stop.get_token(), c.handler());
   CHECK(schedule.hits("async_wait: task added") == 1);
   CHECK(m.timer.size() == 0);
@@ -246,13 +241,8 @@ TEST_CASE(
     "2-thread executor and close() (seeded schedule, 3 rounds)") {
   const Watchdog watchdog("waits that must all complete");
   std::uint64_t hits = 0;
-  for (std::uint64_t round = 0; round < 3; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO("seed " << seed);
-    ManualClock clock;
-    auto pool = std::make_shared<PoolExecutor>(2);
-    SystemTimer timer(
-        TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+  for_each_seed(3, [&](std::uint64_t seed) {
+    DrivenTimer<PoolExecutor> m({}, /*threads=*/2);
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 50us});
     boost::asio::io_context io;
     constexpr int kWaits = 300;
@@ -261,16 +251,10 @@ TEST_CASE(
     std::mt19937_64 rng(seed);
     for (int i = 0; i < kWaits; ++i) {
       purgatory::async_wait(
-          timer, Nanos{static_cast<Nanos::rep>(rng() % 20'000'000)}, stops[i].get_token(),
+          m.timer, Nanos{static_cast<Nanos::rep>(rng() % 20'000'000)}, stops[i].get_token(),
           boost::asio::bind_executor(io, [&completions, i](error_code) { ++completions[i]; }));
     }
-    std::atomic<bool> stop{false};
-    std::thread driver([&] {
-      while (!stop.load()) {
-        clock.advance(1ms);
-        timer.advance_clock(Nanos::zero());
-      }
-    });
+    DriverThread driver(m);
     std::thread stopper([&, r = rng()] {
       std::mt19937_64 local(r);
       for (int i = 0; i < kWaits / 2; ++i)
@@ -278,15 +262,14 @@ TEST_CASE(
     });
     stopper.join();
     std::this_thread::sleep_for(std::chrono::microseconds(seed % 5000));
-    stop = true;
-    driver.join();
-    (void)timer.close();
-    pool->shutdown();
+    driver.stop();
+    (void)m.timer.close();
+    m.executor->shutdown();
     io.run();  // returns once every wait completed
     for (int i = 0; i < kWaits; ++i)
       CHECK(completions[i] == 1);
     hits += schedule.hits("ExpiredBatch::run_all") + schedule.hits("TimerTask::cancel");
-  }
+  });
   CHECK(hits > 0);
 }
 
@@ -318,26 +301,23 @@ TEST_CASE(
     }
   }
   {
-    ManualClock clock;
-    SystemTimer timer(TimerOptions{.clock = &clock,
-                                   .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                   .driver = TimerOptions::Driver::external});
+    DrivenTimer<InlineExecutor> d;
     std::optional<TimerRejected::Reason> reason;
-    timer.add(purgatory::make_task([&] {
-                try {
-                  purgatory::async_wait(timer, 5ms, refused.handler());
-                } catch (const TimerRejected& e) {
-                  reason = e.reason();
-                }
-              }),
-              1ms);
+    d.timer.add(purgatory::make_task([&] {
+                  try {
+                    purgatory::async_wait(d.timer, 5ms, refused.handler());
+                  } catch (const TimerRejected& e) {
+                    reason = e.reason();
+                  }
+                }),
+                1ms);
     std::thread mover([&] {
-      for (int i = 0; i < 50 && !timer.is_closed(); ++i) {
+      for (int i = 0; i < 50 && !d.timer.is_closed(); ++i) {
         std::this_thread::sleep_for(200us);
-        clock.advance(1ms);
+        d.clock.advance(1ms);
       }
     });
-    (void)timer.drain();
+    (void)d.timer.drain();
     mover.join();
     CHECK(reason == TimerRejected::Reason::draining);
   }

@@ -35,15 +35,8 @@ constexpr const char* kDrainWaitsForExecutor =
 // A timer on a manual clock, driven from outside, whose expired tasks go to `executor`.
 TimerOptions manual_options(const ManualClock& clock, std::shared_ptr<Executor> executor,
                             std::size_t bases = 1) {
-  return TimerOptions{.name = "drain",
-                      .tick = 1ms,
-                      .wheel_size = 20,
-                      .clock = &clock,
-                      .executor = std::move(executor),
-                      .driver = TimerOptions::Driver::external,
-                      .max_pending = 0,
-                      .on_task_error = {},
-                      .bases = bases};
+  return driven_by_hand(clock, std::move(executor),
+                        {.name = "drain", .tick = 1ms, .wheel_size = 20, .bases = bases});
 }
 
 // 100 tasks due at 2 ms, each held at a gate until drain() is waiting for the executor, then
@@ -102,13 +95,8 @@ TEST_CASE(
   // buckets it can hold are only 2 * wheel_size per level. Compared with the same timer's
   // snapshot before the lag (the fastest of 3 each), with a floor for a noisy machine.
   ManualClock clock;
-  SystemTimer timer(TimerOptions{.name = "lag",
-                                 .tick = 1us,
-                                 .wheel_size = 20,
-                                 .clock = &clock,
-                                 .executor = std::make_shared<InlineExecutor>(),
-                                 .driver = TimerOptions::Driver::external,
-                                 .bases = 2});
+  SystemTimer timer(driven_by_hand(clock, std::make_shared<InlineExecutor>(),
+                                   {.name = "lag", .tick = 1us, .wheel_size = 20, .bases = 2}));
   const auto fastest_of_3 = [&] {
     auto best = std::chrono::steady_clock::duration::max();
     for (int i = 0; i < 3; ++i) {

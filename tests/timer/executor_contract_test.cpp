@@ -17,6 +17,7 @@
 
 #include "purgatory/timer/system_timer.hpp"
 #include "race_schedule.hpp"
+#include "threads.hpp"
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
@@ -30,11 +31,8 @@ namespace {
 struct Timed {
   explicit Timed(std::shared_ptr<purgatory::Executor> executor,
                  purgatory::TaskErrorHandler on_error = {})
-      : timer(TimerOptions{.name = "exec",
-                           .clock = &clock,
-                           .executor = std::move(executor),
-                           .driver = TimerOptions::Driver::external,
-                           .on_task_error = std::move(on_error)}) {}
+      : timer(driven_by_hand(clock, std::move(executor),
+                             {.name = "exec", .on_task_error = std::move(on_error)})) {}
   void advance(Nanos by) {
     clock.advance(by);
     timer.advance_clock(Nanos::zero());
@@ -101,30 +99,19 @@ TEST_CASE(
 TEST_CASE(
     "executor.hpp: the claim decides between run_all() and cancel(): a cancel() just before it "
     "returns true and the task does not run, one just after returns false and the run happens") {
-  struct Case {
-    const char* point;
-    bool cancel_wins;
-  };
-  for (const Case c : {Case{"ExpiredBatch::run_all: before the claim", true},
-                       Case{"ExpiredBatch::run_all: claimed, before run", false}}) {
+  for (const ClaimSide c : kClaimSides) {
     INFO(c.point);
     auto stash = std::make_shared<StashExecutor>();
     Timed t(stash);
     auto task = purgatory::make_task<CountingTask>();
     t.timer.add(task, 1ms);
     t.advance(1ms);
-    bool cancelled = !c.cancel_wins;
-    bool first = true;
-    RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                           .pause_probability = 0.0,
-                           .actions = {{c.point, [&] {
-                                          if (!std::exchange(first, false)) return;
-                                          std::thread other([&] { cancelled = task->cancel(); });
-                                          other.join();
-                                        }}}});
+    bool cancelled = !c.before_claim;
+    RaceSchedule schedule(RaceSchedule::at_first(
+        c.point, [&] { on_another_thread([&] { cancelled = task->cancel(); }); }));
     stash->run_all();
-    CHECK(cancelled == c.cancel_wins);
-    CHECK(task->runs == (c.cancel_wins ? 0 : 1));
+    CHECK(cancelled == c.before_claim);
+    CHECK(task->runs == (c.before_claim ? 0 : 1));
     CHECK(schedule.hits(c.point) == 1);
   }
 }
@@ -135,15 +122,11 @@ TEST_CASE(
   auto stash = std::make_shared<StashExecutor>();
   Timed t(stash);
   std::atomic<bool> destroyed{false};
-  struct Tracked : TimerTask {
-    explicit Tracked(std::atomic<bool>& d) : destroyed_(d) {}
-    ~Tracked() override { destroyed_ = true; }
-    void run() override { FAIL("a dropped run must not happen"); }
-    std::atomic<bool>& destroyed_;
-  };
   auto kept = purgatory::make_task<CountingTask>();
   t.timer.add(kept, 1ms);
-  t.timer.add(purgatory::make_task<Tracked>(destroyed), 1ms);  // fire and forget
+  t.timer.add(
+      purgatory::make_task<Tracked>(destroyed, [] { FAIL("a dropped run must not happen"); }),
+      1ms);  // fire and forget
   t.advance(1ms);
   REQUIRE(stash->held() == 1);
   CHECK(kept->use_count() == 2);

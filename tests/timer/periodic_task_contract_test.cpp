@@ -11,6 +11,8 @@
 #include <doctest/doctest.h>
 
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
+#include "threads.hpp"
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
@@ -116,13 +118,8 @@ TEST_CASE(
 TEST_CASE(
     "periodic_task.hpp: runs never overlap: on a 2-thread executor, runs longer than the period "
     "(seeded schedule, 5 rounds)") {
-  for (std::uint64_t round = 0; round < 5; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO("seed " << seed);
-    ManualClock clock;
-    auto pool = std::make_shared<PoolExecutor>(2);
-    SystemTimer timer(
-        TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+  for_each_seed(5, [&](std::uint64_t seed) {
+    DrivenTimer<PoolExecutor> m({}, /*threads=*/2);
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.5, .max_pause = 100us});
     Overlap overlap;
     auto task = purgatory::make_periodic([&] {
@@ -130,25 +127,15 @@ TEST_CASE(
       std::this_thread::sleep_for(200us);  // longer than the clock thread's period
       overlap.leave();
     });
-    task->start(timer, 0ms, 1ms, PeriodicTask::Mode::fixed_rate);
-    std::atomic<bool> stop{false};
-    std::thread driver([&] {
-      while (!stop.load()) {
-        clock.advance(1ms);
-        timer.advance_clock(Nanos::zero());
-        std::this_thread::sleep_for(50us);
-      }
-    });
-    const auto give_up = std::chrono::steady_clock::now() + 20s;
-    while (task->run_count() < 30 && std::chrono::steady_clock::now() < give_up)
-      std::this_thread::yield();
+    task->start(m.timer, 0ms, 1ms, PeriodicTask::Mode::fixed_rate);
+    DriverThread driver(m, /*pause=*/50us);
+    (void)spin_until([&] { return task->run_count() >= 30; }, 20s);
     task->cancel();
-    stop = true;
-    driver.join();
-    pool->shutdown();
+    driver.stop();
+    m.executor->shutdown();
     CHECK(task->run_count() >= 30);
     CHECK(overlap.most.load() == 1);
-  }
+  });
 }
 
 TEST_CASE(
@@ -196,10 +183,7 @@ TEST_CASE(
 TEST_CASE(
     "periodic_task.hpp: runs never overlap, even when another thread restarts the task during a "
     "run (2-thread executor): the new schedule's first run follows the end of that run") {
-  ManualClock clock;
-  auto pool = std::make_shared<PoolExecutor>(2);
-  SystemTimer timer(
-      TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+  DrivenTimer<PoolExecutor> m({}, /*threads=*/2);
   Overlap overlap;
   Signal in_first;
   Signal restarted;
@@ -219,20 +203,19 @@ TEST_CASE(
     }
     overlap.leave();
   });
-  task->start(timer, 1ms, 10ms, PeriodicTask::Mode::fixed_rate);
-  clock.advance(1ms);
-  timer.advance_clock(Nanos::zero());
+  task->start(m.timer, 1ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  m.step(1ms);
   REQUIRE(in_first.wait());
-  task->start(timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate);  // restart, due at once
+  task->start(m.timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate);  // restart, due at once
   CHECK_FALSE(task->is_pending());  // scheduled by the run in progress, when it ends
   restarted.set();
   const auto give_up = std::chrono::steady_clock::now() + 10s;
   while (runs.load() < 2 && std::chrono::steady_clock::now() < give_up) {
-    (void)timer.advance_clock(Nanos::zero());  // the driver: takes the restart once it is due
+    (void)m.timer.advance_clock(Nanos::zero());  // the driver: takes the restart once it is due
     std::this_thread::yield();
   }
   task->cancel();
-  pool->shutdown();
+  m.executor->shutdown();
   CHECK(overlap.most.load() == 1);
   CHECK(runs.load() == 2);  // the restart's first run, at once after the first ended; no other
   CHECK(second_after_first.load());
@@ -241,16 +224,10 @@ TEST_CASE(
 TEST_CASE(
     "periodic_task.hpp: start() during a run on a timer closed before the run ends: the run's "
     "add is refused, the schedule ends, and nothing is reported as a task error") {
-  ManualClock clock;
-  auto pool = std::make_shared<PoolExecutor>(2);
   std::atomic<int> errors{0};
-  SystemTimer timer(
-      TimerOptions{.clock = &clock,
-                   .executor = pool,
-                   .driver = TimerOptions::Driver::external,
-                   .on_task_error = [&](const purgatory::TimerTask&, std::exception_ptr) {
-                     errors.fetch_add(1);
-                   }});
+  DrivenTimer<PoolExecutor> m({.on_task_error = [&](const purgatory::TimerTask&,
+                                                    std::exception_ptr) { errors.fetch_add(1); }},
+                              /*threads=*/2);
   Signal in_run;
   Signal go;
   std::atomic<int> runs{0};
@@ -260,14 +237,13 @@ TEST_CASE(
       CHECK(go.wait());
     }
   });
-  task->start(timer, 1ms, 10ms, PeriodicTask::Mode::fixed_rate);
-  clock.advance(1ms);
-  timer.advance_clock(Nanos::zero());
+  task->start(m.timer, 1ms, 10ms, PeriodicTask::Mode::fixed_rate);
+  m.step(1ms);
   REQUIRE(in_run.wait());
-  CHECK_NOTHROW(task->start(timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate));  // recorded
-  CHECK(timer.close().empty());
+  CHECK_NOTHROW(task->start(m.timer, 0ms, 10ms, PeriodicTask::Mode::fixed_rate));  // recorded
+  CHECK(m.timer.close().empty());
   go.set();
-  pool->shutdown();  // the run has ended
+  m.executor->shutdown();  // the run has ended
   CHECK(runs.load() == 1);
   CHECK(task->run_count() == 1);
   CHECK_FALSE(task->is_pending());
@@ -285,12 +261,8 @@ TEST_CASE(
   auto task = purgatory::make_periodic([&] { at.push_back(m.clock.now()); });
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
   advance_to(m, 9ms);
-  bool first = true;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"PeriodicTask::start: unlocked, before add", [&] {
-                                        if (std::exchange(first, false)) m.advance(1ms);
-                                      }}}});
+  RaceSchedule schedule(
+      RaceSchedule::at_first("PeriodicTask::start: unlocked, before add", [&] { m.advance(1ms); }));
   task->start(m.timer, 20ms, 10ms, PeriodicTask::Mode::fixed_rate);
   advance_to(m, 40ms);
   task->cancel();
@@ -302,13 +274,8 @@ TEST_CASE(
     "periodic_task.hpp: runs never overlap and the schedule goes on when start() from another "
     "thread races runs on a 2-thread executor (seeded schedule, 10 rounds)") {
   std::uint64_t hits = 0;
-  for (std::uint64_t round = 0; round < 10; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO("seed " << seed);
-    ManualClock clock;
-    auto pool = std::make_shared<PoolExecutor>(2);
-    SystemTimer timer(
-        TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+  for_each_seed(10, [&](std::uint64_t seed) {
+    DrivenTimer<PoolExecutor> m({}, /*threads=*/2);
     RaceSchedule schedule(
         {.seed = seed, .pause_probability = 0.5, .max_pause = 100us, .only = "PeriodicTask"});
     Overlap overlap;
@@ -317,36 +284,26 @@ TEST_CASE(
       std::this_thread::sleep_for(50us);
       overlap.leave();
     });
-    task->start(timer, 0ms, 1ms, PeriodicTask::Mode::fixed_rate);
-    std::atomic<bool> stop{false};
-    std::thread driver([&] {
-      while (!stop.load()) {
-        clock.advance(1ms);
-        timer.advance_clock(Nanos::zero());
-        std::this_thread::sleep_for(20us);
-      }
-    });
+    task->start(m.timer, 0ms, 1ms, PeriodicTask::Mode::fixed_rate);
+    DriverThread driver(m, /*pause=*/20us);
     std::mt19937_64 rng(seed);
     for (int i = 0; i < 40; ++i) {
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
       const auto mode =
           rng() % 2 == 0 ? PeriodicTask::Mode::fixed_rate : PeriodicTask::Mode::fixed_delay;
-      task->start(timer, std::chrono::milliseconds(rng() % 3),
+      task->start(m.timer, std::chrono::milliseconds(rng() % 3),
                   std::chrono::milliseconds(1 + rng() % 3), mode);
     }
     // The last start() left a schedule in force: it goes on.
     const std::uint64_t at_last_start = task->run_count();
-    const auto give_up = std::chrono::steady_clock::now() + 20s;
-    while (task->run_count() < at_last_start + 3 && std::chrono::steady_clock::now() < give_up)
-      std::this_thread::yield();
+    (void)spin_until([&] { return task->run_count() >= at_last_start + 3; }, 20s);
     CHECK(task->run_count() >= at_last_start + 3);
     task->cancel();
-    stop = true;
-    driver.join();
-    pool->shutdown();
+    driver.stop();
+    m.executor->shutdown();
     CHECK(overlap.most.load() == 1);
     hits += schedule.hits("PeriodicTask::");
-  }
+  });
   CHECK(hits > 0);
 }
 
@@ -371,14 +328,9 @@ TEST_CASE(
   std::atomic<int> finished{0};
   auto task = purgatory::make_periodic([&] { finished.fetch_add(1); });
   bool cancelled = true;
-  bool first = true;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"PeriodicTask::run: started, before run_once", [&] {
-                                        if (!std::exchange(first, false)) return;
-                                        std::thread other([&] { cancelled = task->cancel(); });
-                                        other.join();
-                                      }}}});
+  RaceSchedule schedule(RaceSchedule::at_first("PeriodicTask::run: started, before run_once", [&] {
+    on_another_thread([&] { cancelled = task->cancel(); });
+  }));
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
   advance_to(m, 100ms);
   CHECK_FALSE(cancelled);
@@ -413,13 +365,8 @@ TEST_CASE(
   // thread, where a run may be under way.
   std::uint64_t hits = 0;
   int window_cancels = 0;
-  for (std::uint64_t round = 0; round < 60; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO("seed " << seed);
-    ManualClock clock;
-    auto pool = std::make_shared<PoolExecutor>(2);
-    SystemTimer timer(
-        TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+  for_each_seed(60, [&](std::uint64_t round, std::uint64_t seed) {
+    DrivenTimer<PoolExecutor> m({}, /*threads=*/2);
     std::atomic<int> entered{0};
     auto task = purgatory::make_periodic([&] { entered.fetch_add(1); });
     const bool in_window = round % 2 == 0;
@@ -432,29 +379,20 @@ TEST_CASE(
       options.actions.push_back(
           {"PeriodicTask::schedule_next: unlocked, before add_at", [&, target] {
              if (window_hits.fetch_add(1) + 1 != target) return;
-             clock.advance(2ms);  // the re-add is due at once
-             std::thread canceller([&] {
+             m.clock.advance(2ms);  // the re-add is due at once
+             on_another_thread([&] {
                (void)task->cancel();
                at_window_cancel = entered.load();
              });
-             canceller.join();
            }});
     }
     RaceSchedule schedule(std::move(options));
-    task->start(timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate);
-    std::atomic<bool> stop{false};
-    std::thread driver([&] {
-      while (!stop.load()) {
-        clock.advance(1ms);
-        timer.advance_clock(Nanos::zero());
-      }
-    });
+    task->start(m.timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate);
+    DriverThread driver(m);
     bool cancelled = false;
     int at_return = 0;
     if (in_window) {
-      const auto give_up = std::chrono::steady_clock::now() + 20s;
-      while (at_window_cancel.load() < 0 && std::chrono::steady_clock::now() < give_up)
-        std::this_thread::yield();
+      (void)spin_until([&] { return at_window_cancel.load() >= 0; }, 20s);
       REQUIRE(at_window_cancel.load() >= 0);
       at_return = at_window_cancel.load();
       ++window_cancels;
@@ -463,18 +401,17 @@ TEST_CASE(
       cancelled = task->cancel();
       at_return = entered.load();
     }
-    const Nanos cancelled_at = clock.now();
-    while (clock.now() < cancelled_at + 20ms)
+    const Nanos cancelled_at = m.clock.now();
+    while (m.clock.now() < cancelled_at + 20ms)
       std::this_thread::yield();
-    stop = true;
-    driver.join();
-    pool->shutdown();
+    driver.stop();
+    m.executor->shutdown();
     // In the window nothing was under way: nothing may follow. Elsewhere at most the run already
     // started, and only if cancel() could not stop it.
     CHECK(entered.load() - at_return <= (in_window || cancelled ? 0 : 1));
     CHECK_FALSE(task->is_pending());
     hits += schedule.hits("PeriodicTask::");
-  }
+  });
   CHECK(hits > 0);
   CHECK(window_cancels == 30);
 }
@@ -524,9 +461,7 @@ TEST_CASE(
     "periodic_task.hpp: start() with an initial delay whose deadline overflows the clock throws "
     "std::invalid_argument naming it, and runs nothing") {
   ManualClock clock(Nanos::max() - 1h);
-  SystemTimer timer(TimerOptions{.clock = &clock,
-                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                 .driver = TimerOptions::Driver::external});
+  SystemTimer timer(driven_by_hand(clock, std::make_shared<InlineExecutor>()));
   auto task = purgatory::make_periodic([] {});
   CHECK_THROWS_WITH_AS(task->start(timer, 2h, 1ms, PeriodicTask::Mode::fixed_rate),
                        doctest::Contains("7200000000000 ns"), std::invalid_argument);
@@ -611,24 +546,18 @@ TEST_CASE(
 TEST_CASE(
     "periodic_task.hpp: run_count() counts the runs so far, an exception from run_once() is "
     "reported by the timer and the schedule goes on") {
-  ManualClock clock;
   std::atomic<int> reported{0};
-  SystemTimer timer(
-      TimerOptions{.clock = &clock,
-                   .executor = std::make_shared<purgatory::InlineExecutor>(),
-                   .driver = TimerOptions::Driver::external,
-                   .on_task_error = [&](const purgatory::TimerTask&, std::exception_ptr) {
-                     reported.fetch_add(1);
-                   }});
+  DrivenTimer<InlineExecutor> m(
+      {.on_task_error = [&](const purgatory::TimerTask&, std::exception_ptr) {
+        reported.fetch_add(1);
+      }});
   int calls = 0;
   auto task = purgatory::make_periodic([&] {
     if (++calls % 2 == 1) throw std::runtime_error("odd run");
   });
-  task->start(timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate);
-  for (int i = 0; i < 6; ++i) {
-    clock.advance(1ms);
-    timer.advance_clock(Nanos::zero());
-  }
+  task->start(m.timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate);
+  for (int i = 0; i < 6; ++i)
+    m.step(1ms);
   CHECK(calls == 6);
   CHECK(task->run_count() == 6);
   CHECK(reported.load() == 3);

@@ -9,6 +9,8 @@
 #include <doctest/doctest.h>
 
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
+#include "threads.hpp"
 #include "timer_test_support.hpp"
 
 using namespace std::chrono_literals;
@@ -28,21 +30,17 @@ TEST_CASE(
     runs.fetch_add(1);
     if (cancel_returned.load()) runs_after_cancel.fetch_add(1);
   });
-  bool first = true;
   // The window: the run finished, the next deadline is computed, the task's lock is released,
   // and the re-add has not happened yet. There the clock moves past the next deadline (so the
   // re-add hands the run to the executor at once) and another thread cancels.
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"PeriodicTask::schedule_next: unlocked, before add_at", [&] {
-                                        if (!std::exchange(first, false)) return;
-                                        m.clock.advance(10ms);
-                                        std::thread canceller([&] {
-                                          (void)task->cancel();
-                                          cancel_returned = true;
-                                        });
-                                        canceller.join();
-                                      }}}});
+  RaceSchedule schedule(
+      RaceSchedule::at_first("PeriodicTask::schedule_next: unlocked, before add_at", [&] {
+        m.clock.advance(10ms);
+        on_another_thread([&] {
+          (void)task->cancel();
+          cancel_returned = true;
+        });
+      }));
   task->start(m.timer, 10ms, 10ms, PeriodicTask::Mode::fixed_rate);
   m.advance(10ms);  // the first run, then the window above
   REQUIRE(cancel_returned.load());
@@ -61,9 +59,7 @@ TEST_CASE(
   // points in start(), run() and schedule_next() pause on a seeded schedule. After cancel()
   // returned, at most the run already started may still enter run_once(), and only if cancel()
   // said false; once the clock has moved 20 periods on, nothing runs.
-  for (std::uint64_t round = 0; round < 200; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO("seed " << seed);
+  for_each_seed(200, [&](std::uint64_t seed) {
     ManualTimer m;
     std::atomic<int> entered{0};
     auto task = purgatory::make_periodic([&] { entered.fetch_add(1); });
@@ -86,7 +82,7 @@ TEST_CASE(
     const int later = entered.load() - at_return;
     CHECK(later <= (cancelled ? 0 : 1));
     CHECK_FALSE(task->is_pending());
-  }
+  });
 }
 
 TEST_CASE(

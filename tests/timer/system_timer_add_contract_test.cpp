@@ -92,11 +92,8 @@ TEST_CASE(
     INFO("tick " << c.tick.count() << " ns, " << c.wheel_size << " slots, clock at "
                  << c.start.count());
     ManualClock clock(c.start);
-    SystemTimer timer(TimerOptions{.tick = c.tick,
-                                   .wheel_size = c.wheel_size,
-                                   .clock = &clock,
-                                   .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                   .driver = TimerOptions::Driver::external});
+    SystemTimer timer(driven_by_hand(clock, std::make_shared<InlineExecutor>(),
+                                     {.tick = c.tick, .wheel_size = c.wheel_size}));
     auto longest = purgatory::make_task<CountingTask>();
     CHECK_NOTHROW(timer.add(longest, SystemTimer::kMaxDelay));
     CHECK(longest->is_pending());
@@ -119,25 +116,23 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: add() with a delay <= 0 hands nothing to the executor inside the call: "
     "the driver's next pass does, without the clock moving, and cancel() still withdraws it") {
-  ManualClock clock;
-  auto stash = std::make_shared<StashExecutor>();
-  SystemTimer timer(
-      TimerOptions{.clock = &clock, .executor = stash, .driver = TimerOptions::Driver::external});
+  DrivenTimer<StashExecutor> m;
   auto zero = purgatory::make_task<CountingTask>();
   auto negative = purgatory::make_task<CountingTask>();
   auto withdrawn = purgatory::make_task<CountingTask>();
-  timer.add(zero, 0ns);
-  timer.add(negative, -5ms);
-  timer.add(withdrawn, 0ns);
-  CHECK(stash->held() == 0);
-  CHECK(timer.size() == 3);  // pending until the pass
-  REQUIRE(timer.next_expiration().has_value());
-  CHECK(*timer.next_expiration() <= clock.now());  // due: the driver must not sleep
+  m.timer.add(zero, 0ns);
+  m.timer.add(negative, -5ms);
+  m.timer.add(withdrawn, 0ns);
+  CHECK(m.executor->held() == 0);
+  CHECK(m.timer.size() == 3);  // pending until the pass
+  REQUIRE(m.timer.next_expiration().has_value());
+  CHECK(*m.timer.next_expiration() <= m.clock.now());  // due: the driver must not sleep
   CHECK(withdrawn->cancel());
-  CHECK(timer.advance_clock(Nanos::zero()));
-  CHECK(stash->sizes() == std::vector<std::size_t>{2});  // one batch: both, the cancelled one not
-  CHECK(timer.size() == 0);
-  stash->run_all();
+  CHECK(m.timer.advance_clock(Nanos::zero()));
+  // One batch: both, the cancelled one not.
+  CHECK(m.executor->sizes() == std::vector<std::size_t>{2});
+  CHECK(m.timer.size() == 0);
+  m.executor->run_all();
   CHECK(zero->runs == 1);
   CHECK(negative->runs == 1);
   CHECK(withdrawn->runs == 0);
@@ -170,22 +165,17 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: add() of a task expired but not yet started withdraws that run: it runs "
     "once, at the new deadline") {
-  ManualClock clock;
-  auto stash = std::make_shared<StashExecutor>();
-  SystemTimer timer(
-      TimerOptions{.clock = &clock, .executor = stash, .driver = TimerOptions::Driver::external});
+  DrivenTimer<StashExecutor> m;
   std::vector<Nanos> ran_at;
-  auto task = purgatory::make_task([&] { ran_at.push_back(clock.now()); });
-  timer.add(task, 2ms);
-  clock.advance(2ms);
-  timer.advance_clock(Nanos::zero());
-  REQUIRE(stash->held() == 1);
-  timer.add(task, 10ms);
-  stash->run_all();  // the withdrawn run
+  auto task = purgatory::make_task([&] { ran_at.push_back(m.clock.now()); });
+  m.timer.add(task, 2ms);
+  m.step(2ms);
+  REQUIRE(m.executor->held() == 1);
+  m.timer.add(task, 10ms);
+  m.executor->run_all();  // the withdrawn run
   CHECK(ran_at.empty());
-  clock.advance(10ms);
-  timer.advance_clock(Nanos::zero());
-  stash->run_all();
+  m.step(10ms);
+  m.executor->run_all();
   CHECK(ran_at == std::vector<Nanos>{12ms});
 }
 
@@ -246,9 +236,7 @@ TEST_CASE(
     "system_timer.hpp: add_at() reads the clock only when the wheel is empty or the deadline "
     "looks more than kMaxDelay away") {
   CountingClock clock;
-  SystemTimer timer(TimerOptions{.clock = &clock,
-                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                 .driver = TimerOptions::Driver::external});
+  SystemTimer timer(driven_by_hand(clock, std::make_shared<InlineExecutor>()));
   auto first = purgatory::make_task<CountingTask>();
   auto second = purgatory::make_task<CountingTask>();
   clock.reads = 0;

@@ -22,11 +22,11 @@
 #include <doctest/doctest.h>
 
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
 using namespace purgatory;
-using purgatory::detail::ClockWaiter;
 using namespace purgatory::contract;
 using namespace purgatory::test;
 
@@ -124,10 +124,7 @@ TEST_CASE(
   ManualClock clock;
   StderrCapture err;
   {
-    SystemTimer timer(TimerOptions{.name = "loud",
-                                   .clock = &clock,
-                                   .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                   .driver = TimerOptions::Driver::external});
+    SystemTimer timer(driven_by_hand(clock, std::make_shared<InlineExecutor>(), {.name = "loud"}));
     timer.add(purgatory::make_task([] { throw std::runtime_error("disk on fire"); }), 1ms);
     auto after = purgatory::make_task<CountingTask>();
     timer.add(after, 2ms);
@@ -144,25 +141,14 @@ TEST_CASE(
     "system_timer.hpp: thread-safe: 4 threads add, add_at, reschedule, cancel and query one timer "
     "while another drives it onto a 2-thread executor (seeded schedule, 6 rounds)") {
   std::uint64_t hits = 0;
-  for (std::uint64_t round = 0; round < 6; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO("seed " << seed);
-    ManualClock clock;
-    auto pool = std::make_shared<PoolExecutor>(2);
-    SystemTimer timer(
-        TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+  for_each_seed(6, [&](std::uint64_t seed) {
+    DrivenTimer<PoolExecutor> m({}, /*threads=*/2);
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.2, .max_pause = 50us});
     std::vector<purgatory::Ref<CountingTask>> tasks;
     for (int i = 0; i < 64; ++i)
       tasks.push_back(purgatory::make_task<CountingTask>());
     std::atomic<int> scheduled{0};  // adds and successful reschedules
-    std::atomic<bool> stop{false};
-    std::thread driver([&] {
-      while (!stop.load()) {
-        clock.advance(1ms);
-        timer.advance_clock(Nanos::zero());
-      }
-    });
+    DriverThread driver(m);
     std::vector<std::thread> users;
     for (int u = 0; u < 4; ++u) {
       users.emplace_back([&, u] {
@@ -172,48 +158,47 @@ TEST_CASE(
           const Nanos delay{static_cast<Nanos::rep>(rng() % 4'000'000) - 500'000};
           switch (rng() % 7) {
             case 0:
-              timer.add(t, delay);
+              m.timer.add(t, delay);
               scheduled.fetch_add(1);
               break;
             case 1:
-              timer.add_at(t, clock.now() + delay);
+              m.timer.add_at(t, m.clock.now() + delay);
               scheduled.fetch_add(1);
               break;
             case 2:
-              if (timer.reschedule(*t, delay)) scheduled.fetch_add(1);
+              if (m.timer.reschedule(*t, delay)) scheduled.fetch_add(1);
               break;
             case 3:
               (void)t->cancel();
               break;
             case 4:
-              (void)timer.size();
-              (void)timer.next_expiration();
+              (void)m.timer.size();
+              (void)m.timer.next_expiration();
               break;
             case 5:
-              (void)timer.size_per_level();
+              (void)m.timer.size_per_level();
               (void)t->is_pending();
               break;
             default:
-              (void)timer.wheel_memory_bytes();
-              (void)timer.wakeups();
+              (void)m.timer.wheel_memory_bytes();
+              (void)m.timer.wakeups();
           }
         }
       });
     }
     for (std::thread& t : users)
       t.join();
-    stop = true;
-    driver.join();
-    const auto handed_back = timer.close();
-    pool->shutdown();
+    driver.stop();
+    const auto handed_back = m.timer.close();
+    m.executor->shutdown();
     int runs = 0;
     for (auto& t : tasks) {
       CHECK_FALSE(t->is_pending());
       runs += t->runs.load();
     }
     CHECK(runs + static_cast<int>(handed_back.size()) <= scheduled.load());
-    CHECK(timer.size() == 0);
+    CHECK(m.timer.size() == 0);
     hits += schedule.hits("SystemTimer::");
-  }
+  });
   CHECK(hits > 0);
 }

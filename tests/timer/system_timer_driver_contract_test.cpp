@@ -24,7 +24,6 @@
 
 using namespace std::chrono_literals;
 using namespace purgatory;
-using purgatory::detail::ClockWaiter;
 using namespace purgatory::contract;
 using namespace purgatory::test;
 
@@ -46,6 +45,19 @@ void call_every_member(SystemTimer& timer, const TaskRef& other) {
   (void)other->cancel();
 }
 
+// Calls every member of `timer` before running each batch it is given (a timer lock held by its
+// caller would deadlock it), and records the batches' sizes.
+struct CallingExecutor final : purgatory::Executor {
+  SystemTimer* timer = nullptr;
+  TaskRef other = purgatory::make_task<CountingTask>();
+  std::vector<std::size_t> sizes;
+  void execute(ExpiredBatch& batch) override {
+    sizes.push_back(batch.size());
+    call_every_member(*timer, other);  // no timer lock held
+    batch.run_all();
+  }
+};
+
 }  // namespace
 
 TEST_CASE(
@@ -62,36 +74,23 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: advance_clock() hands the executor batches of at most kMaxBatch tasks and "
     "releases its lock between them: the executor may call the timer") {
-  struct Recording final : purgatory::Executor {
-    SystemTimer* timer = nullptr;
-    TaskRef other = purgatory::make_task<CountingTask>();
-    std::vector<std::size_t> sizes;
-    void execute(ExpiredBatch& batch) override {
-      sizes.push_back(batch.size());
-      call_every_member(*timer, other);  // no timer lock held
-      batch.run_all();
-    }
-  };
-  auto recording = std::make_shared<Recording>();
-  ManualClock clock;
-  SystemTimer timer(TimerOptions{
-      .clock = &clock, .executor = recording, .driver = TimerOptions::Driver::external});
-  recording->timer = &timer;
+  DrivenTimer<CallingExecutor> m;
+  m.executor->timer = &m.timer;
   std::atomic<int> runs{0};
   for (int i = 0; i < 1000; ++i)
-    timer.add(purgatory::make_task([&] { runs.fetch_add(1); }), 5ms);
-  clock.advance(5ms);
+    m.timer.add(purgatory::make_task([&] { runs.fetch_add(1); }), 5ms);
+  m.clock.advance(5ms);
   const Watchdog watchdog("advance_clock with an executor calling the timer");
-  CHECK(timer.advance_clock(Nanos::zero()));
+  CHECK(m.timer.advance_clock(Nanos::zero()));
   CHECK(runs.load() == 1000);
   std::size_t total = 0;
-  for (const std::size_t s : recording->sizes) {
+  for (const std::size_t s : m.executor->sizes) {
     CHECK(s <= SystemTimer::kMaxBatch);
     total += s;
   }
   CHECK(total == 1000);
-  CHECK(recording->sizes.size() >= 4);
-  timer.close();
+  CHECK(m.executor->sizes.size() >= 4);
+  m.timer.close();
 }
 
 TEST_CASE(
@@ -174,20 +173,16 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: size() counts the tasks in the wheel, not those expired and waiting for "
     "the executor, size_per_level() lists them finest level first") {
-  ManualClock clock;
-  auto stash = std::make_shared<StashExecutor>();
-  SystemTimer timer(
-      TimerOptions{.clock = &clock, .executor = stash, .driver = TimerOptions::Driver::external});
+  DrivenTimer<StashExecutor> m;
   for (const auto d : {1ms, 5ms, 25ms, 30ms, 500ms})
-    timer.add(purgatory::make_task<CountingTask>(), d);
-  CHECK(timer.size() == 5);
-  CHECK(timer.size_per_level() == std::vector<std::size_t>{2, 2, 1});
-  clock.advance(1ms);
-  timer.advance_clock(Nanos::zero());
-  CHECK(stash->held() == 1);
-  CHECK(timer.size() == 4);
-  stash->run_all();
-  timer.close();
+    m.timer.add(purgatory::make_task<CountingTask>(), d);
+  CHECK(m.timer.size() == 5);
+  CHECK(m.timer.size_per_level() == std::vector<std::size_t>{2, 2, 1});
+  m.step(1ms);
+  CHECK(m.executor->held() == 1);
+  CHECK(m.timer.size() == 4);
+  m.executor->run_all();
+  m.timer.close();
 }
 
 TEST_CASE(
@@ -244,38 +239,35 @@ TEST_CASE(
     "system_timer.hpp: the wakeup hook is called, with no lock held, when an add() is due before "
     "the instant arm() last returned, and arm() returns next_expiration(), or the step of an "
     "ahead-of-time cascade when one is due first") {
-  ManualClock clock;
-  SystemTimer timer(TimerOptions{.clock = &clock,
-                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                 .driver = TimerOptions::Driver::external});
+  DrivenTimer<InlineExecutor> m;
   int calls = 0;
   const Watchdog watchdog("wakeup hook calling the timer");
-  timer.set_wakeup_hook([&] {
+  m.timer.set_wakeup_hook([&] {
     ++calls;
-    (void)timer.size();  // no lock held
+    (void)m.timer.size();  // no lock held
   });
-  CHECK_FALSE(timer.arm().has_value());
-  timer.add(purgatory::make_task<CountingTask>(), 10ms);
+  CHECK_FALSE(m.timer.arm().has_value());
+  m.timer.add(purgatory::make_task<CountingTask>(), 10ms);
   CHECK(calls == 1);  // earlier than "nothing"
-  CHECK(timer.arm() == std::optional<Nanos>(10ms));
-  timer.add(purgatory::make_task<CountingTask>(), 15ms);
+  CHECK(m.timer.arm() == std::optional<Nanos>(10ms));
+  m.timer.add(purgatory::make_task<CountingTask>(), 15ms);
   CHECK(calls == 1);  // not earlier
-  timer.add(purgatory::make_task<CountingTask>(), 5ms);
+  m.timer.add(purgatory::make_task<CountingTask>(), 5ms);
   CHECK(calls == 2);
   // All in the finest level (1 ms x 20): nothing to cascade, arm() is the earliest bucket.
-  CHECK(timer.arm() == std::optional<Nanos>(5ms));
-  CHECK(timer.arm() == timer.next_expiration());
+  CHECK(m.timer.arm() == std::optional<Nanos>(5ms));
+  CHECK(m.timer.arm() == m.timer.next_expiration());
   // A task in a coarse bucket (20 ms and up) is cascaded ahead of time: arm() may ask for that
   // step before the earliest bucket, never later, and once the driver made its passes it is the
   // earliest bucket again.
-  timer.add(purgatory::make_task<CountingTask>(), 30ms);
-  std::optional<Nanos> armed = timer.arm();
+  m.timer.add(purgatory::make_task<CountingTask>(), 30ms);
+  std::optional<Nanos> armed = m.timer.arm();
   REQUIRE(armed.has_value());
   CHECK(*armed <= 5ms);
-  for (int pass = 0; pass < 20 && armed != timer.next_expiration(); ++pass) {
-    if (*armed > clock.now()) clock.advance(*armed - clock.now());
-    CHECK_FALSE(timer.advance_clock(Nanos::zero()));  // a cascade step: nothing was due yet
-    armed = timer.arm();
+  for (int pass = 0; pass < 20 && armed != m.timer.next_expiration(); ++pass) {
+    if (*armed > m.clock.now()) m.clock.advance(*armed - m.clock.now());
+    CHECK_FALSE(m.timer.advance_clock(Nanos::zero()));  // a cascade step: nothing was due yet
+    armed = m.timer.arm();
     REQUIRE(armed.has_value());
   }
   CHECK(armed == std::optional<Nanos>(5ms));
@@ -285,30 +277,19 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: no lock is held while a task runs or the executor is called: both may call "
     "every member, and advance_clock() from an inline task does not deadlock") {
-  struct Calling final : purgatory::Executor {
-    SystemTimer* timer = nullptr;
-    TaskRef other = purgatory::make_task<CountingTask>();
-    void execute(ExpiredBatch& batch) override {
-      call_every_member(*timer, other);
-      batch.run_all();
-    }
-  };
-  auto calling = std::make_shared<Calling>();
-  ManualClock clock;
-  SystemTimer timer(
-      TimerOptions{.clock = &clock, .executor = calling, .driver = TimerOptions::Driver::external});
-  calling->timer = &timer;
+  DrivenTimer<CallingExecutor> m;
+  m.executor->timer = &m.timer;
   const Watchdog watchdog("a task and an executor calling the timer");
   auto other = purgatory::make_task<CountingTask>();
   bool ran = false;
-  timer.add(purgatory::make_task([&] {
-              call_every_member(timer, other);
-              (void)timer.advance_clock(Nanos::zero());
-              ran = true;
-            }),
-            1ms);
-  clock.advance(1ms);
-  CHECK(timer.advance_clock(Nanos::zero()));
+  m.timer.add(purgatory::make_task([&] {
+                call_every_member(m.timer, other);
+                (void)m.timer.advance_clock(Nanos::zero());
+                ran = true;
+              }),
+              1ms);
+  m.clock.advance(1ms);
+  CHECK(m.timer.advance_clock(Nanos::zero()));
   CHECK(ran);
-  timer.close();
+  m.timer.close();
 }

@@ -19,40 +19,36 @@
 #include <doctest/doctest.h>
 
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
+#include "threads.hpp"
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
 using namespace purgatory;
-using purgatory::detail::ClockWaiter;
 using namespace purgatory::contract;
 using namespace purgatory::test;
 
 TEST_CASE(
     "system_timer.hpp: reschedule() of a pending task moves it in place and returns true: no "
     "reference count change, one run at the new deadline") {
-  ManualClock clock;
-  auto stash = std::make_shared<StashExecutor>();
-  SystemTimer timer(
-      TimerOptions{.clock = &clock, .executor = stash, .driver = TimerOptions::Driver::external});
+  DrivenTimer<StashExecutor> m;
   auto advance = [&](Nanos by) {
-    clock.advance(by);
-    timer.advance_clock(Nanos::zero());
-    stash->run_all();
+    m.step(by);
+    m.executor->run_all();
   };
   std::vector<Nanos> ran_at;
-  auto task = purgatory::make_task([&] { ran_at.push_back(clock.now()); });
-  timer.add(task, 10ms);
+  auto task = purgatory::make_task([&] { ran_at.push_back(m.clock.now()); });
+  m.timer.add(task, 10ms);
   const auto refs = task->use_count();
-  CHECK(timer.reschedule(*task, 4ms));  // in the wheel
+  CHECK(m.timer.reschedule(*task, 4ms));  // in the wheel
   CHECK(task->use_count() == refs);
   advance(4ms);
   CHECK(ran_at == std::vector<Nanos>{4ms});
-  timer.add(task, 1ms);
-  clock.advance(1ms);
-  timer.advance_clock(Nanos::zero());
-  REQUIRE(stash->held() == 1);
-  CHECK(timer.reschedule(*task, 3ms));  // expired, not yet started
-  stash->run_all();                     // that run is withdrawn
+  m.timer.add(task, 1ms);
+  m.step(1ms);
+  REQUIRE(m.executor->held() == 1);
+  CHECK(m.timer.reschedule(*task, 3ms));  // expired, not yet started
+  m.executor->run_all();                  // that run is withdrawn
   CHECK(ran_at.size() == 1);
   advance(3ms);
   CHECK(ran_at == std::vector<Nanos>{4ms, 8ms});
@@ -88,71 +84,46 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: reschedule() racing the start of the run: true means one run at the new "
     "deadline, false means the run already started at the old one (exact interleavings)") {
-  struct Case {
-    const char* point;
-    bool expect_moved;
-  };
-  for (const Case c : {Case{"ExpiredBatch::run_all: before the claim", true},
-                       Case{"ExpiredBatch::run_all: claimed, before run", false}}) {
+  for (const ClaimSide c : kClaimSides) {
     INFO(c.point);
-    ManualClock clock;
-    auto stash = std::make_shared<StashExecutor>();
-    SystemTimer timer(
-        TimerOptions{.clock = &clock, .executor = stash, .driver = TimerOptions::Driver::external});
+    DrivenTimer<StashExecutor> m;
     std::vector<Nanos> ran_at;
-    auto task = purgatory::make_task([&] { ran_at.push_back(clock.now()); });
-    timer.add(task, 1ms);
-    clock.advance(1ms);
-    timer.advance_clock(Nanos::zero());
-    bool moved = !c.expect_moved;
-    bool first = true;
-    RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                           .pause_probability = 0.0,
-                           .actions = {{c.point, [&] {
-                                          if (!std::exchange(first, false)) return;
-                                          std::thread other(
-                                              [&] { moved = timer.reschedule(*task, 5ms); });
-                                          other.join();
-                                        }}}});
-    stash->run_all();
-    CHECK(moved == c.expect_moved);
+    auto task = purgatory::make_task([&] { ran_at.push_back(m.clock.now()); });
+    m.timer.add(task, 1ms);
+    m.step(1ms);
+    bool moved = !c.before_claim;
+    RaceSchedule schedule(RaceSchedule::at_first(
+        c.point, [&] { on_another_thread([&] { moved = m.timer.reschedule(*task, 5ms); }); }));
+    m.executor->run_all();
+    CHECK(moved == c.before_claim);
     for (int i = 0; i < 10; ++i) {
-      clock.advance(1ms);
-      timer.advance_clock(Nanos::zero());
-      stash->run_all();
+      m.step(1ms);
+      m.executor->run_all();
     }
-    CHECK(ran_at == std::vector<Nanos>{c.expect_moved ? 6ms : 1ms});
-    CHECK(timer.size() == 0);
+    CHECK(ran_at == std::vector<Nanos>{c.before_claim ? 6ms : 1ms});
+    CHECK(m.timer.size() == 0);
   }
   // The claim lands between reschedule()'s look at the task and its taking it.
-  ManualClock clock;
-  auto stash = std::make_shared<StashExecutor>();
-  SystemTimer timer(
-      TimerOptions{.clock = &clock, .executor = stash, .driver = TimerOptions::Driver::external});
+  DrivenTimer<StashExecutor> m;
   std::atomic<int> runs{0};
   auto task = purgatory::make_task([&] { runs.fetch_add(1); });
-  timer.add(task, 1ms);
-  clock.advance(1ms);
-  timer.advance_clock(Nanos::zero());
+  m.timer.add(task, 1ms);
+  m.step(1ms);
   Signal at_window;
   Signal claimed;
-  bool first = true;
-  RaceSchedule schedule({.seed = RaceSchedule::seed(0),
-                         .pause_probability = 0.0,
-                         .actions = {{"SystemTimer::schedule: state read", [&] {
-                                        if (!std::exchange(first, false)) return;
-                                        at_window.set();
-                                        CHECK(claimed.wait());
-                                      }}}});
+  RaceSchedule schedule(RaceSchedule::at_first("SystemTimer::schedule: state read", [&] {
+    at_window.set();
+    CHECK(claimed.wait());
+  }));
   bool moved = true;
-  std::thread rescheduler([&] { moved = timer.reschedule(*task, 5ms); });
+  std::thread rescheduler([&] { moved = m.timer.reschedule(*task, 5ms); });
   REQUIRE(at_window.wait());
-  stash->run_all();  // claims and runs while reschedule() holds the timer's lock
+  m.executor->run_all();  // claims and runs while reschedule() holds the timer's lock
   claimed.set();
   rescheduler.join();
   CHECK_FALSE(moved);
   CHECK(runs.load() == 1);
-  CHECK(timer.size() == 0);
+  CHECK(m.timer.size() == 0);
   CHECK_FALSE(task->is_pending());
 }
 
@@ -163,43 +134,31 @@ TEST_CASE(
     "rounds)") {
   std::uint64_t window_hits = 0;
   int moved_total = 0;
-  for (std::uint64_t round = 0; round < 40; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO("seed " << seed);
-    ManualClock clock;
-    auto pool = std::make_shared<PoolExecutor>(2);
-    SystemTimer timer(
-        TimerOptions{.clock = &clock, .executor = pool, .driver = TimerOptions::Driver::external});
+  for_each_seed(40, [&](std::uint64_t seed) {
+    DrivenTimer<PoolExecutor> m({}, /*threads=*/2);
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.5, .max_pause = 100us});
     std::atomic<int> runs{0};
     std::atomic<Nanos::rep> ran_at{-1};
     auto task = purgatory::make_task([&] {
-      ran_at = clock.now().count();
+      ran_at = m.clock.now().count();
       runs.fetch_add(1);
     });
-    timer.add(task, 1ms);
-    std::thread expirer([&] {
-      clock.advance(1ms);
-      timer.advance_clock(Nanos::zero());
-    });
+    m.timer.add(task, 1ms);
+    std::thread expirer([&] { m.step(1ms); });
     std::this_thread::sleep_for(std::chrono::microseconds(seed % 200));
-    const bool moved = timer.reschedule(*task, 50ms);
+    const bool moved = m.timer.reschedule(*task, 50ms);
     // true: one run, scheduled at the new deadline; false: the old run has started.
     CHECK(task->is_pending() == moved);
     expirer.join();
-    for (int i = 0; i < 60; ++i) {
-      clock.advance(1ms);
-      timer.advance_clock(Nanos::zero());
-    }
-    const auto give_up = std::chrono::steady_clock::now() + 10s;
-    while (runs.load() < 1 && std::chrono::steady_clock::now() < give_up)
-      std::this_thread::yield();
-    pool->shutdown();
+    for (int i = 0; i < 60; ++i)
+      m.step(1ms);
+    (void)spin_until([&] { return runs.load() >= 1; }, 10s);
+    m.executor->shutdown();
     CHECK(runs.load() == 1);
     if (moved) CHECK(ran_at.load() >= Nanos(50ms).count());  // 50 ms after a clock at 0 or 1 ms
     moved_total += moved ? 1 : 0;
     window_hits += schedule.hits("ExpiredBatch::run_all");
-  }
+  });
   CHECK(window_hits > 0);
   MESSAGE("reschedule() won " << moved_total << " of 40 races");
 }
@@ -220,24 +179,18 @@ TEST_CASE(
 
   // At max_pending, a task expired but not started must re-enter the wheel: refused, and its
   // pending run is left as it was.
-  ManualClock clock;
-  auto stash = std::make_shared<StashExecutor>();
-  SystemTimer full(TimerOptions{.clock = &clock,
-                                .executor = stash,
-                                .driver = TimerOptions::Driver::external,
-                                .max_pending = 1});
+  DrivenTimer<StashExecutor> full({.max_pending = 1});
   auto expired = purgatory::make_task<CountingTask>();
-  full.add(expired, 1ms);
-  clock.advance(1ms);
-  full.advance_clock(Nanos::zero());
-  full.add(purgatory::make_task<CountingTask>(), 1h);  // the wheel is full
+  full.timer.add(expired, 1ms);
+  full.step(1ms);
+  full.timer.add(purgatory::make_task<CountingTask>(), 1h);  // the wheel is full
   try {
-    (void)full.reschedule(*expired, 5ms);
+    (void)full.timer.reschedule(*expired, 5ms);
     FAIL("reschedule() into a full wheel must throw");
   } catch (const TimerRejected& e) {
     CHECK(e.reason() == TimerRejected::Reason::pending_limit);
   }
-  stash->run_all();
+  full.executor->run_all();
   CHECK(expired->runs == 1);  // the run it had still happens
 
   m.timer.close();

@@ -16,6 +16,7 @@
 #include "purgatory/timer/detail/thread_slot.hpp"
 #include "purgatory/timer/periodic_task.hpp"
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
@@ -130,9 +131,7 @@ TEST_CASE(
   clock.advance(1ms);
   REQUIRE(in_first.wait());  // the executor is busy with the first; five more expired behind it
   RaceSchedule schedule(
-      {.seed = RaceSchedule::seed(0),
-       .pause_probability = 0.0,
-       .actions = {{"SystemTimer::close: closed, unlocked", [&] { release.set(); }}}});
+      RaceSchedule::at_each("SystemTimer::close: closed, unlocked", [&] { release.set(); }));
   const auto handed_back = timer.close();
   const int ran_at_return = ran.load();
   close_returned.set();
@@ -146,9 +145,7 @@ TEST_CASE(
     "close() handed it back, nothing runs after close() returned (real clock, seeded schedule, 10 "
     "rounds)") {
   std::uint64_t hits = 0;
-  for (std::uint64_t round = 0; round < 10; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO("seed " << seed);
+  for_each_seed(10, [&](std::uint64_t seed) {
     std::mt19937_64 rng(seed);
     SystemTimer timer(TimerOptions{.name = "outcomes"});  // reaper + own executor
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 100us});
@@ -184,7 +181,7 @@ TEST_CASE(
     }
     CHECK(runs_after == runs_at_close);
     hits += schedule.hits("SystemTimer::advance") + schedule.hits("TimerTask::cancel");
-  }
+  });
   CHECK(hits > 0);
 }
 
@@ -194,16 +191,10 @@ TEST_CASE(
 // visited would). `end` is close() or drain(0).
 template <class End>
 void adds_racing_the_end(const char* name, End end) {
-  for (std::uint64_t round = 0; round < 20; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO(name << ", seed " << seed);
+  for_each_seed(20, [&](std::uint64_t seed) {
+    INFO(name);
     std::mt19937_64 rng(seed);
-    ManualClock clock;
-    SystemTimer timer(TimerOptions{.name = "adds-end",
-                                   .clock = &clock,
-                                   .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                   .driver = TimerOptions::Driver::external,
-                                   .bases = 8});
+    DrivenTimer<InlineExecutor> m({.name = "adds-end", .bases = 8});
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 50us});
     constexpr int kThreads = 4;
     constexpr int kPerThread = 100;
@@ -218,7 +209,7 @@ void adds_racing_the_end(const char* name, End end) {
           const auto k = static_cast<std::size_t>(a * kPerThread + i);
           purgatory::detail::set_timer_thread_slot(static_cast<std::uint32_t>(2 * a + i % 2));
           try {
-            timer.add(tasks[k], i % 3 == 0 ? 0ms : 5ms);  // due at once: runs inside add()
+            m.timer.add(tasks[k], i % 3 == 0 ? 0ms : 5ms);  // due at once: runs inside add()
             accepted[k] = 1;
           } catch (const TimerRejected&) {
           }
@@ -226,7 +217,7 @@ void adds_racing_the_end(const char* name, End end) {
       });
     }
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 400));
-    const std::vector<TaskRef> back = end(timer);
+    const std::vector<TaskRef> back = end(m.timer);
     for (std::thread& t : adders)
       t.join();
     std::set<const TimerTask*> handed;
@@ -238,9 +229,9 @@ void adds_racing_the_end(const char* name, End end) {
       wrong += !tasks[k]->is_pending() && outcomes == (accepted[k] != 0 ? 1 : 0) ? 0 : 1;
     }
     CHECK(wrong == 0);
-    CHECK(timer.size() == 0);
+    CHECK(m.timer.size() == 0);
     CHECK(schedule.hits("SystemTimer::close: closed, before handing back a base's tasks") == 8);
-  }
+  });
 }
 
 TEST_CASE(
@@ -261,16 +252,12 @@ TEST_CASE(
     "system_timer.hpp: the destructor closes the timer and drops the handed-back tasks: none "
     "runs, each is released") {
   std::atomic<bool> dropped{false};
-  struct Tracked : TimerTask {
-    explicit Tracked(std::atomic<bool>& d) : destroyed(d) {}
-    ~Tracked() override { destroyed = true; }
-    void run() override { FAIL("a task pending at destruction must not run"); }
-    std::atomic<bool>& destroyed;
-  };
   auto kept = purgatory::make_task<CountingTask>();
   {
     ManualTimer m;
-    m.timer.add(purgatory::make_task<Tracked>(dropped), 5ms);  // fire and forget
+    m.timer.add(purgatory::make_task<Tracked>(
+                    dropped, [] { FAIL("a task pending at destruction must not run"); }),
+                5ms);  // fire and forget
     m.timer.add(kept, 5ms);
     CHECK(kept->use_count() == 2);
   }
@@ -283,29 +270,23 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: drain() refuses adds with Reason::draining, cancels periodic tasks, waits "
     "until every pending task has run, then closes, nothing is handed back") {
-  ManualClock clock;
-  SystemTimer timer(TimerOptions{.name = "drain",
-                                 .clock = &clock,
-                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                 .driver = TimerOptions::Driver::external});
+  DrivenTimer<InlineExecutor> m({.name = "drain"});
   auto beat = purgatory::make_periodic([] {});
-  beat->start(timer, 1ms, 2ms, PeriodicTask::Mode::fixed_rate);
-  for (int i = 0; i < 6; ++i) {
-    clock.advance(1ms);
-    timer.advance_clock(Nanos::zero());
-  }
+  beat->start(m.timer, 1ms, 2ms, PeriodicTask::Mode::fixed_rate);
+  for (int i = 0; i < 6; ++i)
+    m.step(1ms);
   REQUIRE(beat->run_count() == 3);
   std::vector<purgatory::Ref<CountingTask>> tasks;
   for (int i = 0; i < 30; ++i) {
     tasks.push_back(purgatory::make_task<CountingTask>());
-    timer.add(tasks.back(), std::chrono::milliseconds(1 + i));
+    m.timer.add(tasks.back(), std::chrono::milliseconds(1 + i));
   }
   std::optional<TimerRejected::Reason> refused;
-  timer.add(purgatory::make_task([&] { refused = add_refused(timer); }), 10ms);
+  m.timer.add(purgatory::make_task([&] { refused = add_refused(m.timer); }), 10ms);
   std::vector<TaskRef> handed_back;
   {
-    const ClockMover mover(clock);  // drain() advances the timer itself; time must pass
-    handed_back = timer.drain();
+    const ClockMover mover(m.clock);  // drain() advances the timer itself; time must pass
+    handed_back = m.timer.drain();
   }
   CHECK(handed_back.empty());
   for (const auto& t : tasks)
@@ -313,32 +294,28 @@ TEST_CASE(
   CHECK(refused == TimerRejected::Reason::draining);
   CHECK(beat->run_count() == 3);  // cancelled: no run during the drain
   CHECK_FALSE(beat->is_pending());
-  CHECK(timer.is_closed());
-  CHECK(add_refused(timer) == TimerRejected::Reason::closed);
+  CHECK(m.timer.is_closed());
+  CHECK(add_refused(m.timer) == TimerRejected::Reason::closed);
 }
 
 TEST_CASE(
     "system_timer.hpp: drain(max_wait) returns the tasks not due when the wait ended: they never "
     "run and are no longer pending") {
-  ManualClock clock;
-  SystemTimer timer(TimerOptions{.clock = &clock,
-                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                 .driver = TimerOptions::Driver::external});
+  DrivenTimer<InlineExecutor> m;
   auto soon = purgatory::make_task<CountingTask>();
   auto late = purgatory::make_task<CountingTask>();
-  timer.add(soon, 5ms);
-  timer.add(late, 1h);
+  m.timer.add(soon, 5ms);
+  m.timer.add(late, 1h);
   std::vector<TaskRef> handed_back;
   {
-    const ClockMover mover(clock);
-    handed_back = timer.drain(10ms);
+    const ClockMover mover(m.clock);
+    handed_back = m.timer.drain(10ms);
   }
   CHECK(soon->runs == 1);
   REQUIRE(handed_back.size() == 1);
   CHECK(handed_back[0].get() == late.get());
   CHECK_FALSE(late->is_pending());
-  clock.advance(2h);
-  timer.advance_clock(Nanos::zero());
+  m.step(2h);
   CHECK(late->runs == 0);
 }
 
@@ -359,42 +336,30 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: drain() stops a periodic task whose run is in progress: no run after "
     "drain() returned") {
-  ManualClock clock;
-  SystemTimer timer(TimerOptions{.name = "drain-periodic",
-                                 .clock = &clock,
-                                 .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                 .driver = TimerOptions::Driver::external});
+  DrivenTimer<InlineExecutor> m({.name = "drain-periodic"});
   auto beat = purgatory::make_periodic([] {});
   std::thread drainer;
   std::vector<TaskRef> handed_back{purgatory::make_task<CountingTask>()};
-  bool first = true;
   Signal waiting;
-  RaceSchedule schedule(
-      {.seed = RaceSchedule::seed(0),
-       .pause_probability = 0.0,
-       .actions = {{"PeriodicTask::run: started, before run_once",
-                    [&] {
-                      if (!std::exchange(first, false)) return;
-                      // The first run is under way: drain() starts on another thread. With nothing
-                      // in the wheel it waits for this run (its batch is with the executor): let
-                      // the run go on once it does.
-                      drainer = std::thread([&] { handed_back = timer.drain(); });
-                      CHECK(waiting.wait());
-                      CHECK_FALSE(timer.is_closed());
-                    }},
-                   {"SystemTimer::drain: the wheels are empty, tasks handed to the executor",
-                    [&] { waiting.set(); }}}});
-  beat->start(timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate);
-  clock.advance(1ms);
-  timer.advance_clock(Nanos::zero());  // the first run, during which drain() begins
+  auto options = RaceSchedule::at_first("PeriodicTask::run: started, before run_once", [&] {
+    // The first run is under way: drain() starts on another thread. With nothing in the wheel it
+    // waits for this run (its batch is with the executor): let the run go on once it does.
+    drainer = std::thread([&] { handed_back = m.timer.drain(); });
+    CHECK(waiting.wait());
+    CHECK_FALSE(m.timer.is_closed());
+  });
+  options.actions.push_back(
+      {"SystemTimer::drain: the wheels are empty, tasks handed to the executor",
+       [&] { waiting.set(); }});
+  RaceSchedule schedule(std::move(options));
+  beat->start(m.timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate);
+  m.step(1ms);  // the first run, during which drain() begins
   drainer.join();
-  CHECK(timer.is_closed());
+  CHECK(m.timer.is_closed());
   CHECK(handed_back.empty());
   CHECK(beat->run_count() == 1);
-  for (int i = 0; i < 5; ++i) {
-    clock.advance(1ms);
-    timer.advance_clock(Nanos::zero());
-  }
+  for (int i = 0; i < 5; ++i)
+    m.step(1ms);
   CHECK(beat->run_count() == 1);
   CHECK_FALSE(beat->is_pending());
 }

@@ -231,16 +231,7 @@ struct HoldingExecutor : purgatory::Executor {
   }
 };
 
-struct HoldingTimer {
-  purgatory::ManualClock clock;
-  std::shared_ptr<HoldingExecutor> executor = std::make_shared<HoldingExecutor>();
-  SystemTimer timer{TimerOptions{
-      .clock = &clock, .executor = executor, .driver = TimerOptions::Driver::external}};
-  void advance(Nanos by) {
-    clock.advance(by);
-    timer.advance_clock(Nanos::zero());
-  }
-};
+using HoldingTimer = DrivenTimer<HoldingExecutor>;
 
 }  // namespace
 
@@ -248,7 +239,7 @@ TEST_CASE("SystemTimer: cancel racing expiry: an expired task not yet started ca
   HoldingTimer h;
   auto task = purgatory::make_task<CountingTask>();
   h.timer.add(task, 5ms);
-  h.advance(5ms);
+  h.step(5ms);
   REQUIRE(h.executor->held.size() == 1);
   CHECK(task->is_pending());
   CHECK(task->cancel());  // stopped before it started
@@ -256,7 +247,7 @@ TEST_CASE("SystemTimer: cancel racing expiry: an expired task not yet started ca
   CHECK(task->runs == 0);
 
   h.timer.add(task, 5ms);
-  h.advance(5ms);
+  h.step(5ms);
   h.executor->run_all();  // started: now cancel is too late
   CHECK(task->runs == 1);
   CHECK_FALSE(task->cancel());
@@ -266,15 +257,15 @@ TEST_CASE("SystemTimer: re-adding an expired, not yet started task withdraws tha
   HoldingTimer h;
   auto task = purgatory::make_task<CountingTask>();
   h.timer.add(task, 5ms);
-  h.advance(5ms);
+  h.step(5ms);
   REQUIRE(h.executor->held.size() == 1);
   h.timer.add(task, 20ms);  // moved: the held job must not run it
   h.executor->run_all();
   CHECK(task->runs == 0);
-  h.advance(19ms);
+  h.step(19ms);
   h.executor->run_all();
   CHECK(task->runs == 0);
-  h.advance(1ms);
+  h.step(1ms);
   h.executor->run_all();
   CHECK(task->runs == 1);
 }
@@ -338,9 +329,7 @@ TEST_CASE("SystemTimer: bad options and delays get std::invalid_argument naming 
   CHECK_FALSE(task->is_pending());
 
   purgatory::ManualClock late(Nanos{std::numeric_limits<std::int64_t>::max() - 1'000'000});
-  SystemTimer near_end(TimerOptions{.clock = &late,
-                                    .executor = std::make_shared<purgatory::InlineExecutor>(),
-                                    .driver = TimerOptions::Driver::external});
+  SystemTimer near_end(driven_by_hand(late, std::make_shared<purgatory::InlineExecutor>()));
   CHECK_THROWS_WITH_AS(near_end.add(task, 24h), doctest::Contains("overflows the clock"),
                        std::invalid_argument);
 }
@@ -464,11 +453,9 @@ TEST_CASE("SystemTimer: library memory per pending task is at most 49 bytes") {
   };
   static_assert(sizeof(Bare) == sizeof(purgatory::TimerTask));
   purgatory::ManualClock clock;
-  purgatory::SystemTimer timer(purgatory::TimerOptions{
-      // default tick and wheel size
-      .clock = &clock,
-      .executor = std::make_shared<purgatory::InlineExecutor>(),
-      .driver = TimerOptions::Driver::external});
+  // Default tick and wheel size.
+  purgatory::SystemTimer timer(
+      driven_by_hand(clock, std::make_shared<purgatory::InlineExecutor>()));
   constexpr std::size_t kTasks = 1'000'000;
   std::vector<purgatory::Ref<Bare>> tasks;
   tasks.reserve(kTasks);

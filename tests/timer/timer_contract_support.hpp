@@ -2,6 +2,7 @@
 // for tests whose failure would be a deadlock, and an allocation counter.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -135,6 +136,17 @@ class PoolExecutor final : public Executor {
   bool stopping_ = false;           // guarded by mu_
   std::vector<std::thread> workers_;
 };
+
+// The two sides of the claim that starts an expired task's run (ExpiredBatch::run_all): at the
+// point before it a cancel() or a reschedule() still withdraws the run; after it, the run goes
+// ahead.
+struct ClaimSide {
+  const char* point;
+  bool before_claim;
+};
+inline constexpr std::array<ClaimSide, 2> kClaimSides{
+    {{"ExpiredBatch::run_all: before the claim", true},
+     {"ExpiredBatch::run_all: claimed, before run", false}}};
 
 // The calling thread's name (Linux keeps 15 characters).
 inline std::string thread_name() {

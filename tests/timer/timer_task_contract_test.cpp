@@ -16,46 +16,14 @@
 
 #include "purgatory/timer/detail/thread_slot.hpp"
 #include "race_schedule.hpp"
+#include "seeded_rounds.hpp"
+#include "threads.hpp"
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
 using namespace purgatory;
 using namespace purgatory::contract;
 using namespace purgatory::test;
-
-namespace {
-
-// Sets a flag when destroyed; counts runs.
-struct Tracked : TimerTask {
-  explicit Tracked(std::atomic<bool>& destroyed) : destroyed_(destroyed) {}
-  ~Tracked() override { destroyed_ = true; }
-  std::atomic<int> runs{0};
-
- protected:
-  void run() override { runs.fetch_add(1); }
-
- private:
-  std::atomic<bool>& destroyed_;
-};
-
-// A timer on a manual clock whose expired batches wait in a StashExecutor.
-struct StashTimer {
-  StashTimer()
-      : executor(std::make_shared<StashExecutor>()),
-        timer(TimerOptions{.name = "stash",
-                           .clock = &clock,
-                           .executor = executor,
-                           .driver = TimerOptions::Driver::external}) {}
-  void advance(Nanos by) {
-    clock.advance(by);
-    timer.advance_clock(Nanos::zero());
-  }
-  ManualClock clock;
-  std::shared_ptr<StashExecutor> executor;
-  SystemTimer timer;
-};
-
-}  // namespace
 
 TEST_CASE(
     "timer_task.hpp: make_task() builds a subclass or a callable task, owned by the one "
@@ -101,12 +69,12 @@ TEST_CASE(
 TEST_CASE(
     "timer_task.hpp: use_count() counts the timer's reference, held exactly while the task is "
     "scheduled or waiting for its executor") {
-  StashTimer s;
+  DrivenTimer<StashExecutor> s({.name = "stash"});
   auto task = purgatory::make_task<CountingTask>();
   CHECK(task->use_count() == 1);
   s.timer.add(task, 5ms);
   CHECK(task->use_count() == 2);  // scheduled
-  s.advance(5ms);
+  s.step(5ms);
   REQUIRE(s.executor->held() == 1);
   CHECK(task->use_count() == 2);  // expired, waiting for its executor
   s.executor->run_all();
@@ -192,17 +160,17 @@ TEST_CASE(
 TEST_CASE(
     "timer_task.hpp: cancel() of a pending task returns true and the task does not run for that "
     "schedule, whether in the wheel or expired and waiting for its executor") {
-  StashTimer s;
+  DrivenTimer<StashExecutor> s({.name = "stash"});
   auto in_wheel = purgatory::make_task<CountingTask>();
   auto expired = purgatory::make_task<CountingTask>();
   s.timer.add(in_wheel, 10ms);
   s.timer.add(expired, 2ms);
-  s.advance(2ms);
+  s.step(2ms);
   REQUIRE(s.executor->held() == 1);
   CHECK(in_wheel->cancel());
   CHECK(expired->cancel());
   s.executor->run_all();
-  s.advance(20ms);
+  s.step(20ms);
   s.executor->run_all();
   CHECK(in_wheel->runs == 0);
   CHECK(expired->runs == 0);
@@ -264,23 +232,10 @@ TEST_CASE(
   std::uint64_t claim_window_hits = 0;
   int cancelled_total = 0;
   int ran_total = 0;
-  for (std::uint64_t round = 0; round < 12; ++round) {
-    const std::uint64_t seed = RaceSchedule::seed(round);
-    INFO("seed " << seed);
-    ManualClock clock;
-    auto pool = std::make_shared<PoolExecutor>(2);
-    SystemTimer timer(TimerOptions{.name = "exactly-once",
-                                   .clock = &clock,
-                                   .executor = pool,
-                                   .driver = TimerOptions::Driver::external});
+  for_each_seed(12, [&](std::uint64_t seed) {
+    DrivenTimer<PoolExecutor> m({.name = "exactly-once"}, /*threads=*/2);
     RaceSchedule schedule({.seed = seed, .pause_probability = 0.3, .max_pause = 60us});
-    std::atomic<bool> stop{false};
-    std::thread clock_thread([&] {
-      while (!stop.load()) {
-        clock.advance(1ms);
-        timer.advance_clock(Nanos::zero());
-      }
-    });
+    DriverThread clock_thread(m);
     std::array<int, kOwners> adds{};
     std::array<int, kOwners> cancels{};
     std::array<int, kOwners> runs{};
@@ -295,7 +250,7 @@ TEST_CASE(
           tasks.push_back(purgatory::make_task<Outcome>());
         for (int c = 0; c < kCycles && !stuck[o]; ++c) {
           for (int i = 0; i < kTasksPerOwner; ++i) {
-            timer.add(tasks[i], Nanos{static_cast<Nanos::rep>(rng() % 3'000'000)});
+            m.timer.add(tasks[i], Nanos{static_cast<Nanos::rep>(rng() % 3'000'000)});
             ++adds[o];
           }
           for (int i = 0; i < kTasksPerOwner; ++i) {
@@ -320,10 +275,9 @@ TEST_CASE(
     }
     for (std::thread& t : owners)
       t.join();
-    stop = true;
-    clock_thread.join();
-    timer.close();
-    pool->shutdown();
+    clock_thread.stop();
+    m.timer.close();
+    m.executor->shutdown();
     for (int o = 0; o < kOwners; ++o) {
       CHECK_FALSE(stuck[o]);
       CHECK(runs[o] + cancels[o] == adds[o]);  // never both, never neither
@@ -332,7 +286,7 @@ TEST_CASE(
     }
     cancel_window_hits += schedule.hits("TimerTask::cancel: saw it scheduled");
     claim_window_hits += schedule.hits("ExpiredBatch::run_all: before the claim");
-  }
+  });
   CHECK(cancel_window_hits > 0);
   CHECK(claim_window_hits > 0);
   CHECK(cancelled_total > 0);  // both outcomes happened
@@ -368,14 +322,14 @@ TEST_CASE(
 TEST_CASE(
     "timer_task.hpp: is_pending() is true from add() until the run starts, is cancelled, or is "
     "handed back by close()") {
-  StashTimer s;
+  DrivenTimer<StashExecutor> s({.name = "stash"});
   bool pending_in_run = true;
   TaskRef task;
   task = purgatory::make_task([&] { pending_in_run = task->is_pending(); });
   CHECK_FALSE(task->is_pending());
   s.timer.add(task, 2ms);
   CHECK(task->is_pending());
-  s.advance(2ms);
+  s.step(2ms);
   CHECK(task->is_pending());  // expired, not started
   s.executor->run_all();
   CHECK_FALSE(pending_in_run);  // the run started
@@ -408,48 +362,41 @@ TEST_CASE(
 TEST_CASE(
     "timer_task.hpp: run() runs on the timer's executor, never before the deadline, an exception "
     "escaping it is reported and the timer keeps running") {
-  ManualClock clock;
-  auto pool = std::make_shared<PoolExecutor>(1);
   std::atomic<int> errors{0};
   std::atomic<const TimerTask*> failed{nullptr};
-  SystemTimer timer(TimerOptions{.name = "run",
-                                 .clock = &clock,
-                                 .executor = pool,
-                                 .driver = TimerOptions::Driver::external,
-                                 .on_task_error = [&](const TimerTask& t, std::exception_ptr e) {
-                                   failed = &t;
-                                   try {
-                                     std::rethrow_exception(e);
-                                   } catch (const std::runtime_error& err) {
-                                     if (std::string(err.what()) == "boom") errors.fetch_add(1);
-                                   }
-                                 }});
+  DrivenTimer<PoolExecutor> m({.name = "run",
+                               .on_task_error =
+                                   [&](const TimerTask& t, std::exception_ptr e) {
+                                     failed = &t;
+                                     try {
+                                       std::rethrow_exception(e);
+                                     } catch (const std::runtime_error& err) {
+                                       if (std::string(err.what()) == "boom") errors.fetch_add(1);
+                                     }
+                                   }},
+                              /*threads=*/1);
   std::atomic<Nanos::rep> ran_at{-1};
   std::atomic<bool> on_caller{true};
   Signal ran;
   Signal second_ran;
   const auto caller = std::this_thread::get_id();
   auto task = purgatory::make_task([&] {
-    ran_at = clock.now().count();
+    ran_at = m.clock.now().count();
     on_caller = std::this_thread::get_id() == caller;
     ran.set();
     throw std::runtime_error("boom");
   });
-  timer.add(task, 7ms);
-  for (int i = 0; i < 6; ++i) {
-    clock.advance(1ms);
-    timer.advance_clock(Nanos::zero());
-  }
-  clock.advance(1ms);
-  timer.advance_clock(Nanos::zero());
+  m.timer.add(task, 7ms);
+  for (int i = 0; i < 6; ++i)
+    m.step(1ms);
+  m.step(1ms);
   REQUIRE(ran.wait());
   CHECK(ran_at.load() >= Nanos(7ms).count());
   CHECK_FALSE(on_caller.load());
-  timer.add(purgatory::make_task([&] { second_ran.set(); }), 1ms);
-  clock.advance(1ms);
-  timer.advance_clock(Nanos::zero());
+  m.timer.add(purgatory::make_task([&] { second_ran.set(); }), 1ms);
+  m.step(1ms);
   CHECK(second_ran.wait());  // the timer kept running
-  pool->shutdown();
+  m.executor->shutdown();
   CHECK(errors.load() == 1);
   CHECK(failed.load() == task.get());
 }
@@ -507,20 +454,14 @@ bool race_into_base_store(ManualTimer& m, const TaskRef& task, const char* waiti
   purgatory::detail::set_timer_thread_slot(1);
   m.timer.add(task, 5ms);
   REQUIRE(task->cancel());  // last held by base 1, now retired: the stale base of the race
-  std::atomic<bool> started{false};
-  RaceSchedule schedule({.pause_probability = 0,
-                         .actions = {{"SystemTimer::schedule: taken, before storing its base", [&] {
-                                        if (started.exchange(true)) return;
-                                        other = std::thread([&] {
-                                          purgatory::detail::set_timer_thread_slot(2);
-                                          second();
-                                        });
-                                        const auto give_up = std::chrono::steady_clock::now() + 10s;
-                                        while (schedule.hits(waiting_point) == 0 &&
-                                               std::chrono::steady_clock::now() < give_up) {
-                                          std::this_thread::yield();
-                                        }
-                                      }}}});
+  RaceSchedule schedule(
+      RaceSchedule::at_first("SystemTimer::schedule: taken, before storing its base", [&] {
+        other = std::thread([&] {
+          purgatory::detail::set_timer_thread_slot(2);
+          second();
+        });
+        (void)spin_until([&] { return schedule.hits(waiting_point) != 0; }, 10s);
+      }));
   purgatory::detail::set_timer_thread_slot(0);
   m.timer.add(task, 10ms);
   // Joined while `second` and the schedule are alive: it is still inside cancel() or add(),

@@ -1,5 +1,5 @@
-// Shared helpers for the timer suites: a counting task (the manual timer and the latch are in
-// tests/support/manual_timer.hpp).
+// Shared helpers for the timer suites: a counting task, and one that tells when it is destroyed
+// (the manual timer and the latch are in tests/support/manual_timer.hpp).
 #pragma once
 
 #include <atomic>
@@ -31,6 +31,16 @@ struct CountingTask : TimerTask {
 
  private:
   std::function<void()> hook_;
+};
+
+// A counting task that sets `destroyed` when its last reference is released.
+struct Tracked : CountingTask {
+  explicit Tracked(std::atomic<bool>& destroyed, std::function<void()> hook = {})
+      : CountingTask(std::move(hook)), destroyed_(destroyed) {}
+  ~Tracked() override { destroyed_ = true; }
+
+ private:
+  std::atomic<bool>& destroyed_;
 };
 
 // `n` fresh counting tasks.
