@@ -14,14 +14,13 @@
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;
-using purgatory::detail::ClockWaiter;
 using namespace purgatory;
 using namespace purgatory::contract;
 
 namespace {
 
 // Records the clock's time each time it is told the clock moved.
-class RecordingWaiter final : public ClockWaiter {
+class RecordingWaiter final : public purgatory::detail::ClockWaiter {
  public:
   explicit RecordingWaiter(const ManualClock& clock) : clock_(clock) {}
   void on_clock_advanced() noexcept override { seen.push_back(clock_.now()); }

@@ -24,7 +24,6 @@
 
 using namespace std::chrono_literals;
 using namespace purgatory;
-using purgatory::detail::ClockWaiter;
 using namespace purgatory::contract;
 using namespace purgatory::test;
 
@@ -41,8 +40,8 @@ class CountingClock final : public Clock {
                   Nanos deadline) const override {
     inner.wait_until(lock, cv, deadline);
   }
-  void add_waiter(ClockWaiter* w) const override { inner.add_waiter(w); }
-  void remove_waiter(ClockWaiter* w) const override { inner.remove_waiter(w); }
+  void add_waiter(detail::ClockWaiter* w) const override { inner.add_waiter(w); }
+  void remove_waiter(detail::ClockWaiter* w) const override { inner.remove_waiter(w); }
 
   ManualClock inner;
   mutable std::atomic<int> reads{0};
