@@ -56,22 +56,19 @@ class PURGATORY_TIMER_EXPORT TimerRejected : public std::runtime_error {
 
 /// Kafka's SystemTimer: tasks run once, at or after their deadline, on the executor you pick.
 ///
-/// A hierarchical timing wheel: add() and cancel() are O(1) and allocate nothing (the task is its
-/// own wheel entry; the first task needing a wheel level never used before allocates that level).
-/// Deadlines are rounded up to the tick, so a task never runs early and runs within one tick of
-/// its deadline, executor delay aside. The driver (the timer's reaper thread, or an external one:
-/// AsioTimer, or you calling advance_clock()) sleeps until the next non-empty bucket, so an idle
-/// timer makes no wake-ups. Adds from different threads go to different bases (a wheel and a lock
-/// each). docs/design.md explains the wheel, the bases and the ahead-of-time cascade.
+/// A hierarchical timing wheel: add() and cancel() are O(1) and allocate nothing (the first task
+/// needing a wheel level never used before allocates that level). Deadlines are rounded up to the
+/// tick: a task never runs early, and runs within one tick of its deadline, executor delay aside.
+/// The driver (the reaper thread, AsioTimer, or you calling advance_clock()) sleeps until the next
+/// non-empty bucket: an idle timer makes no wake-ups. No task runs inside the call that added it:
+/// one already due is expired by the driver's next pass (at once when it sleeps). docs/design.md
+/// explains the wheel, the bases and the ahead-of-time cascade.
 ///
-/// No task runs inside the call that added it: a task already due when added is expired by the
-/// driver's next pass (at once when it sleeps), never by add() itself, whatever the executor.
-///
-/// Thread-safe: every member may be called from any thread, including from a task's run(), except
-/// advance_clock() from a task an InlineExecutor runs inside advance_clock(). No lock is held while
-/// a task, the executor or a hook runs. Errors: std::invalid_argument naming the bad value;
-/// TimerRejected for an add() the timer refuses. Out of memory, a call throws std::bad_alloc having
-/// changed nothing, and no task is ever lost (close() and drain() never throw).
+/// Thread-safe: any member from any thread, including a task's run() (but not advance_clock()
+/// from a task an InlineExecutor runs inside advance_clock()). No lock is held while a task, the
+/// executor or a hook runs. Errors: std::invalid_argument naming the bad value; TimerRejected when
+/// the timer refuses an add(). Out of memory a call throws std::bad_alloc having changed nothing;
+/// no task is ever lost (close() and drain() never throw).
 class PURGATORY_TIMER_EXPORT SystemTimer {
  public:
   /// Longest delay add() accepts: about 100 years, in every clock and tick configuration.
