@@ -9,11 +9,14 @@
 // Invariants (abort() with a message on the first broken one; libFuzzer saves the input):
 //   tasks: a run happens only while the model has the task pending, at clock >= its deadline and
 //     >= its deadline rounded up to the tick; after the timer is driven at `now`, every pending
-//     task whose rounded-up deadline is <= now has run (so within one tick of its deadline);
+//     task whose rounded-up deadline is <= now has run (so within one tick of its deadline); no
+//     task runs inside the add(), add_at() or reschedule() that scheduled it (one already due runs
+//     at the next drive, which passes until nothing is due);
 //     cancel() and reschedule() return true exactly when the model says pending; is_pending(),
 //     size() and next_expiration() agree with the model; add() past max_pending throws.
 //   operations: exactly one on_complete() each, on_expiration() only after an expiry; an expiry
-//     only at/after the timeout (or at once when the timer refused the timeout); completion only
+//     only at/after the timeout, never inside the call that watched it (at once only when the
+//     timer refused the timeout); completion only
 //     by the call the model says completes it; watched() and num_delayed() match the model;
 //     check_and_complete() and cancel_for_key() act on exactly the operations the model names.
 //   teardown: shutdown() gives every waiting operation Outcome::shut_down, close() hands back
@@ -76,6 +79,7 @@ class ModelTask final : public TimerTask {
 struct TaskModel {
   purgatory::Ref<ModelTask> task;
   bool pending = false;
+  bool due = false;             // added when already due: in its base's due list, not the wheel
   std::int64_t deadline = 0;    // clock time it may run from
   std::int64_t expiration = 0;  // deadline rounded up to the tick: it must have run by then
   Action action;
@@ -90,7 +94,8 @@ struct OpModel {
   unsigned keys = 0;  // bit k: watched on key k (while pending)
   std::int64_t deadline = 0;
   std::int64_t expiration = 0;
-  bool in_wheel = false;          // its timeout is scheduled on the timer
+  bool in_wheel = false;          // its timeout is scheduled on the timer (the wheel or due list)
+  bool due = false;               // that timeout was due when added: in the due list
   bool ready = false;             // what its try_complete() condition returns
   bool expect_complete = false;   // the current call may complete it
   bool may_expire_early = false;  // the timer refused its timeout: it expires at once
@@ -257,11 +262,11 @@ class Harness {
       fail("add() of task {} accepted past max_pending {}", slot, max_pending_);
     }
     note_schedule(task_in_wheel(t));
-    schedule(t, delay <= 0 ? now : now + delay, delay <= 0 ? now : round_up(now + delay), action);
+    schedule(t, delay <= 0 ? now : now + delay, delay <= 0 ? now : round_up(now + delay), action,
+             delay <= 0);
     const std::uint64_t runs = t.runs;
     timer_->add(t.task, Nanos{delay});
-    if (delay <= 0)
-      check(t.runs > runs, "task {} added with delay {} did not run at once", slot, delay);
+    check(t.runs == runs, "task {} added with delay {} ran inside add()", slot, delay);
   }
 
   void add_at(int slot) {
@@ -279,15 +284,13 @@ class Harness {
       fail("add_at() of task {} accepted past max_pending {}", slot, max_pending_);
     }
     // add_at() reads no clock: the deadline goes to its bucket unless the wheel's own clock has
-    // reached it (then it runs at once); a passed one the wheel has not reached waits for the
-    // next drive.
+    // reached it (then to the due list); either way it runs at a drive, never inside add_at().
     note_schedule(task_in_wheel(t));
     const bool at_once = runs_at_once(deadline);
-    schedule(t, deadline, at_once ? now : round_up(deadline), Action{});
+    schedule(t, deadline, at_once ? now : round_up(deadline), Action{}, at_once);
     const std::uint64_t runs = t.runs;
     timer_->add_at(t.task, Nanos{deadline});
-    if (at_once)
-      check(t.runs > runs, "task {} added at a deadline the wheel passed did not run", slot);
+    check(t.runs == runs, "task {} ran inside add_at()", slot);
   }
 
   void reschedule(int slot, std::int64_t delay) {
@@ -295,16 +298,28 @@ class Harness {
     const bool expected = t.pending;
     const std::int64_t now = this->now();
     const std::uint64_t runs = t.runs;
+    // A due task holds no unit of max_pending: moved into the wheel past the limit, it is refused
+    // and stays as it was.
+    if (expected && delay > 0 && would_reject(task_in_wheel(t))) {
+      try {
+        (void)timer_->reschedule(*t.task, Nanos{delay});
+      } catch (const purgatory::TimerRejected& e) {
+        check(e.reason() == purgatory::TimerRejected::Reason::pending_limit, "wrong reject reason");
+        check(t.task->is_pending(), "task {}: a refused reschedule() dropped it", slot);
+        return;
+      }
+      fail("reschedule() of due task {} into the wheel accepted past max_pending {}", slot,
+           max_pending_);
+    }
     if (expected) {
-      note_schedule(true);
+      note_schedule(task_in_wheel(t));
       schedule(t, delay <= 0 ? now : now + delay, delay <= 0 ? now : round_up(now + delay),
-               t.action);
+               t.action, delay <= 0);
     }
     const bool got = timer_->reschedule(*t.task, Nanos{delay});
     check(got == expected, "reschedule(task {}) returned {}, model says pending={}", slot, got,
           expected);
-    if (expected && delay <= 0)
-      check(t.runs > runs, "task {} rescheduled to now did not run", slot);
+    check(t.runs == runs, "task {} ran inside reschedule()", slot);
   }
 
   void cancel(int slot) {
@@ -316,9 +331,12 @@ class Harness {
     t.pending = false;
   }
 
-  // The model's side of add(): the task is pending from now on, at the new deadline.
-  void schedule(TaskModel& t, std::int64_t deadline, std::int64_t expiration, Action action) {
+  // The model's side of add(): the task is pending from now on, at the new deadline (`due`: in
+  // the due list, for the next drive).
+  void schedule(TaskModel& t, std::int64_t deadline, std::int64_t expiration, Action action,
+                bool due) {
     t.pending = true;
+    t.due = due;
     t.deadline = deadline;
     t.expiration = expiration;
     t.action = action;
@@ -350,7 +368,10 @@ class Harness {
     if (const std::optional<Nanos> next = timer_->arm(); next && next->count() <= drive_now_) {
       wheel_time_ = std::max(wheel_time_, round_down(drive_now_));
     }
-    (void)timer_->advance_clock(Nanos::zero());
+    // As a reaper does: passes until one finds nothing due (a task a run re-adds when already
+    // due waits for the next pass; the actions run once, so this ends).
+    while (timer_->advance_clock(Nanos::zero())) {
+    }
     in_drive_ = false;
     check_all_due_ran(now());
   }
@@ -389,7 +410,8 @@ class Harness {
     if (!ready && !m.may_expire_early) note_schedule(false);
     const bool at_once = runs_at_once(m.deadline);
     m.expiration = at_once ? now : round_up(m.deadline);
-    m.in_wheel = !ready && !m.may_expire_early && !at_once;
+    m.in_wheel = !ready && !m.may_expire_early;
+    m.due = at_once;
     m.state = OpState::pending;
 
     std::vector<int> key_list;
@@ -404,11 +426,14 @@ class Harness {
     if (ready) {
       check(after.state == OpState::completed, "op {} completed at watch but on_complete missing",
             id);
-    } else if (!after.in_wheel) {
+    } else if (after.may_expire_early) {
       check(after.state == OpState::expired,
-            "op {} with timeout {} (timer refused: {}) did not "
-            "expire at once",
-            id, timeout, after.may_expire_early);
+            "op {} with timeout {}: the timer refused it, yet it "
+            "did not expire at once",
+            id, timeout);
+    } else {
+      check(after.state == OpState::pending,
+            "op {} with timeout {} expired inside try_complete_else_watch()", id, timeout);
     }
   }
 
@@ -521,6 +546,8 @@ class Harness {
         check(shutting_down_ && m.state == OpState::pending, "op {} shut down unexpectedly", id);
         m.state = OpState::shut_down;
         break;
+      case Outcome::cancelled:
+        fail("op {} cancelled: the harness never cancels an operation", id);
       case Outcome::pending:
         fail("op {}: on_complete with a pending outcome", id);
     }
@@ -540,12 +567,22 @@ class Harness {
   std::int64_t round_up(std::int64_t t) const { return (t + tick_ - 1) / tick_ * tick_; }
   std::int64_t round_down(std::int64_t t) const { return t / tick_ * tick_; }
 
-  // Linked in the wheel, as the timer counts it: during a drive, what is due has been taken out.
+  // Linked in the wheel, as the timer counts it for max_pending and for catching up an empty
+  // wheel: not the due list; during a drive, what is due has been taken out.
   bool task_in_wheel(const TaskModel& t) const {
-    return t.pending && (!in_drive_ || t.expiration > drive_now_);
+    return t.pending && !t.due && (!in_drive_ || t.expiration > drive_now_);
   }
   bool op_in_wheel(const OpModel& m) const {
-    return m.in_wheel && (!in_drive_ || m.expiration > drive_now_);
+    return m.in_wheel && !m.due && (!in_drive_ || m.expiration > drive_now_);
+  }
+  // What size() counts, between steps: every pending task and scheduled timeout, due or not.
+  std::size_t scheduled() const {
+    std::size_t n = 0;
+    for (const TaskModel& t : tasks_)
+      n += t.pending ? 1 : 0;
+    for (const OpModel& m : ops_)
+      n += m.in_wheel ? 1 : 0;
+    return n;
   }
   std::size_t in_wheel() const {
     std::size_t n = 0;
@@ -606,8 +643,8 @@ class Harness {
           purgatory_->watched(), watched);
     check(purgatory_->num_delayed() == delayed, "{}: num_delayed() {} but model {}", when,
           purgatory_->num_delayed(), delayed);
-    check(timer_->size() == in_wheel(), "{}: timer size() {} but model {}", when, timer_->size(),
-          in_wheel());
+    check(timer_->size() == scheduled(), "{}: timer size() {} but model {}", when, timer_->size(),
+          scheduled());
     const std::optional<Nanos> next = timer_->next_expiration();
     check(next.has_value() == earliest.has_value(), "{}: next_expiration() presence differs", when);
     if (next) {

@@ -288,6 +288,7 @@ bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expirati
       // Due already (or by the wheel's time once caught up): the next pass takes it. A task
       // re-adding itself from its own run() so goes round the driver's loop, never nesting.
       if (holds_unit) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+      if (base.due.empty()) base.due_since = base.wheel.current_time();  // <= every due deadline
       base.due.add(t);
       wake = base.due.size() == 1;
     }
@@ -413,9 +414,10 @@ std::optional<Nanos> SystemTimer::next_expiration() const {
   std::optional<std::int64_t> best;
   for (const auto& b : bases_) {
     const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
-    // Tasks added when already due are due now: the wheel's time never runs ahead of the clock.
-    const auto e = b->due.empty() ? b->wheel.next_expiration()
-                                  : std::optional<std::int64_t>(b->wheel.current_time());
+    auto e = b->wheel.next_expiration();
+    // Tasks added when already due have been due since (at the latest) the wheel's time when the
+    // first of them came, which the wheel's clock, never ahead of the real one, had reached.
+    if (!b->due.empty() && (!e || b->due_since < *e)) e = b->due_since;
     if (e && (!best || *e < *best)) best = e;
   }
   if (!best) return std::nullopt;

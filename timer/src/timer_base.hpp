@@ -32,6 +32,7 @@ struct alignas(64) TimerBase {
   // present when it began, so a task re-adding itself from its run() waits for the next pass).
   TimerTaskList due;
   std::size_t due_quota = 0;
+  std::int64_t due_since = 0;  // the wheel's time when `due` last became non-empty
   // Ahead-of-time cascading, per level (index 1 is the first overflow level), guarded by mu: what
   // is still to do in the current service pass, and for the bucket being drained (due at
   // ahead_due) when its share was last counted.
