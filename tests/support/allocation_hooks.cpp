@@ -126,10 +126,28 @@ std::uint64_t CountAllocations::count() const {
 
 namespace {
 
+#if defined(_WIN32)
+// The Windows C runtime (msvcrt) has neither aligned_alloc() nor _aligned_msize(), so an aligned
+// block is a malloc() block over-allocated by the alignment, with the pointer malloc() returned
+// stored just before the aligned address: its size is then _msize() of that pointer.
+void* malloc_aligned(std::size_t size, std::size_t align) noexcept {
+  if (align < alignof(void*)) align = alignof(void*);
+  void* raw = std::malloc(size + align + sizeof(void*));
+  if (raw == nullptr) return nullptr;
+  const auto start = reinterpret_cast<std::uintptr_t>(raw) + sizeof(void*);
+  const auto aligned = (start + align - 1) & ~(std::uintptr_t{align} - 1);
+  reinterpret_cast<void**>(aligned)[-1] = raw;
+  return reinterpret_cast<void*>(aligned);
+}
+void* malloc_block(void* aligned) noexcept {
+  return static_cast<void**>(aligned)[-1];
+}
+#endif
+
 // What malloc really handed out for `p` (at least what was asked).
 std::size_t usable_size(void* p, std::size_t align) noexcept {
 #if defined(_WIN32)
-  return align == 0 ? ::_msize(p) : ::_aligned_msize(p, align, 0);
+  return ::_msize(align == 0 ? p : malloc_block(p));
 #elif defined(__APPLE__)
   (void)align;
   return ::malloc_size(p);
@@ -157,8 +175,7 @@ void* try_allocate_aligned(std::size_t size, std::align_val_t align) noexcept {
   if (fail_this_one()) return nullptr;
   const auto a = static_cast<std::size_t>(align);
 #if defined(_WIN32)
-  // No aligned_alloc() in the Windows C runtime; its aligned blocks go back with _aligned_free().
-  return counted(_aligned_malloc(size == 0 ? 1 : size, a), size, a);
+  return counted(malloc_aligned(size == 0 ? 1 : size, a), size, a);
 #else
   return counted(std::aligned_alloc(a, (size + a - 1) / a * a), size, a);
 #endif
@@ -175,7 +192,7 @@ void release_aligned(void* p, std::align_val_t align) noexcept {
   const auto a = static_cast<std::size_t>(align);
   g_live.fetch_sub(static_cast<std::int64_t>(usable_size(p, a)), std::memory_order_relaxed);
 #if defined(_WIN32)
-  _aligned_free(p);
+  std::free(malloc_block(p));
 #else
   std::free(p);
 #endif
