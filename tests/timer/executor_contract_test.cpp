@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -180,10 +181,10 @@ TEST_CASE(
                                  .executor = numbered,
                                  .driver = TimerOptions::Driver::external});
   std::mt19937_64 rng(17);
-  std::vector<std::pair<int, long>> runs;  // (batch, tick of the deadline)
+  std::vector<std::pair<int, std::int64_t>> runs;  // (batch, tick of the deadline)
   for (int i = 0; i < 1000; ++i) {
-    const Nanos delay{static_cast<long>(rng() % 3'000'000'000ULL) + 1};
-    const long tick = (delay.count() + 999'999) / 1'000'000;
+    const Nanos delay{static_cast<std::int64_t>(rng() % 3'000'000'000ULL) + 1};
+    const std::int64_t tick = (delay.count() + 999'999) / 1'000'000;
     timer.add(purgatory::make_task([&, tick] { runs.emplace_back(numbered->batch, tick); }), delay);
   }
   clock.advance(3s);
