@@ -331,6 +331,33 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "delayed_operation_purgatory.hpp: an operation watched with a timeout <= 0 does not expire "
+    "inside try_complete_else_watch(): it waits on its keys until the timer's next pass expires "
+    "it, and a check may still complete it first") {
+  ManualPurgatory<int> p;
+  auto zero = probe(0ms);
+  auto negative = probe(-5ms);
+  auto checked = probe(0ms);
+  CHECK_FALSE(p.purgatory.try_complete_else_watch(zero, {1}));
+  CHECK_FALSE(p.purgatory.try_complete_else_watch(negative, {1, 2}));
+  CHECK_FALSE(p.purgatory.try_complete_else_watch(checked, {3}));
+  CHECK(zero->outcome() == Outcome::pending);
+  CHECK(negative->outcome() == Outcome::pending);
+  CHECK(zero->expirations == 0);
+  CHECK(p.purgatory.num_delayed() == 3);
+  checked->completable = true;
+  CHECK(p.purgatory.check_and_complete(3) == 1);  // before the pass: completed, not expired
+  p.advance(0ms);                                 // the clock has not moved
+  CHECK(zero->outcome() == Outcome::expired);
+  CHECK(negative->outcome() == Outcome::expired);
+  CHECK(checked->outcome() == Outcome::completed);
+  CHECK(zero->completions + negative->completions + checked->completions == 3);
+  CHECK(zero->expirations + negative->expirations + checked->expirations == 2);
+  CHECK(p.purgatory.watched() == 0);
+  CHECK(p.manual.timer.size() == 0);
+}
+
+TEST_CASE(
     "delayed_operation_purgatory.hpp: a completion that became possible between the first try "
     "and the watch is not missed: the second try completes it and the call returns true") {
   ManualPurgatory<int> p;

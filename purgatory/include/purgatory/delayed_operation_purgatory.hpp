@@ -90,9 +90,10 @@ class DelayedOperationPurgatory {
 
   /// Kafka's tryCompleteElseWatch: tries to complete `op`; if it cannot, watches it on every key
   /// (once per distinct key), tries again (a completion that became possible meanwhile is not
-  /// missed), then schedules its timeout. Returns whether this call completed it; an operation
-  /// already completed is not watched (false). If the timer refuses the timeout (closed, full) the
-  /// operation expires at once. When this call throws, nothing of `op` stays behind (no key lists
+  /// missed), then schedules its timeout (one <= 0 expires it at the timer's next pass, never
+  /// inside this call). Returns whether this call completed it; an operation already completed is
+  /// not watched (false). If the timer refuses the timeout (closed, full) the operation expires at
+  /// once. When this call throws, nothing of `op` stays behind (no key lists
   /// it, no timeout, no outcome, no callback): the caller still owns it and may retry.
   bool try_complete_else_watch(const OperationRef& op, std::span<const Key> keys) {
     return core_.try_complete_else_watch(op.get(), keys);
