@@ -5,8 +5,8 @@
 # Everything a build and the full test suite need (compilers, libraries, Kafka clients for the
 # end-to-end tests, chromium for the live view's browser test, gnuplot for the benchmark report,
 # doxygen for the API reference, pkg-config for the install test's pkg-config consumer, curl for
-# the long-poll example's test). node and npm, for the kafka-ts end-to-end tests, come through
-# ensure_npm below.
+# the long-poll example's test). node and npm, for the kafka-ts and KafkaJS end-to-end tests,
+# come through ensure_npm below.
 PURGATORY_PACKAGES=(
   cmake ninja-build g++ clang libclang-rt-14-dev
   libboost1.81-dev libfmt-dev doctest-dev libbenchmark-dev libcli11-dev
@@ -19,8 +19,8 @@ PURGATORY_PACKAGES=(
 PURGATORY_PACKAGES_LIBCXX=(clang libc++-14-dev libc++abi-14-dev)
 PURGATORY_PACKAGES_WINDOWS=(g++-mingw-w64-x86-64-posix wine64 util-linux)
 
-# The kafka-ts end-to-end tests run node, and npm installs kafka-ts into the build tree at test
-# time. A machine may already have both from elsewhere (nodesource's nodejs bundles npm, and
+# The kafka-ts and KafkaJS end-to-end tests run node, and npm installs both into the build tree
+# at test time. A machine may already have both from elsewhere (nodesource's nodejs bundles npm, and
 # conflicts with Debian's npm package), so the commands are checked, not the Debian packages.
 ensure_npm() {
   if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then

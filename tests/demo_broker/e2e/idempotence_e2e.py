@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """End-to-end tests of demo_broker's idempotent produce with unmodified clients.
 
-kafka-ts's producer (npm; always idempotent, acks=-1), confluent-kafka with
-enable.idempotence=true and kcat with -X enable.idempotence=true produce distinct records, some
+kafka-ts's producer (npm; always idempotent, acks=-1), KafkaJS's (npm; idempotent: true, its
+records read back by a KafkaJS group consumer), confluent-kafka with enable.idempotence=true
+and kcat with -X enable.idempotence=true produce distinct records, some
 cases through --fault-drop-produce-response 3 (the broker appends every 3rd produce, then closes
 the connection instead of answering it; the client retries on a new connection). Every record
 must then be in the log exactly once, in order, and the broker's /metrics and /api/state must
@@ -11,7 +12,7 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Each case starts its own broker on a free
 and stops it by PID; every wait is bounded.
 
     /usr/bin/python3 idempotence_e2e.py --broker build/.../demo_broker --case kcat_idempotent_lost_responses
-    /usr/bin/python3 idempotence_e2e.py --broker ... --kafka-ts build/.../npm/node_modules/kafka-ts --case kafka_ts_produce_acks_all
+    /usr/bin/python3 idempotence_e2e.py --broker ... --node-modules build/.../npm/node_modules --case kafka_ts_produce_acks_all
 """
 import argparse
 import json
@@ -89,24 +90,33 @@ def check_retries_recognised(broker, at_least=1):
           f"/api/state lists the producer ({producers['recent'][:1]})")
 
 
-# ---- kafka-ts ------------------------------------------------------------------------------------
+# ---- kafka-ts and KafkaJS (npm) ------------------------------------------------------------------
 
-def run_kafka_ts(broker, kafka_ts, topic, count, per_send):
-    if not kafka_ts or not os.path.isfile(os.path.join(kafka_ts, "package.json")):
-        raise Failure(f"kafka-ts is not installed at {kafka_ts!r}: the CTest fixture "
-                      "demo_broker_e2e.install_kafka_ts installs it (npm)")
+def run_node(node_modules, package, script, broker, *args):
+    """Runs `script` with the npm package's folder, the broker's port and `args`; its last line."""
+    folder = os.path.join(node_modules or "", package)
+    if not node_modules or not os.path.isfile(os.path.join(folder, "package.json")):
+        raise Failure(f"{package} is not installed in {node_modules!r}: the CTest fixture "
+                      "demo_broker_e2e.install_npm_clients installs it (npm)")
     if shutil.which("node") is None:
         raise Failure("node is not installed (scripts/packages.sh installs nodejs and npm)")
-    p = subprocess.run(["node", os.path.join(HERE, "kafka_ts_produce.js"), kafka_ts,
-                        str(broker.port), topic, str(count), str(per_send)],
+    p = subprocess.run(["node", os.path.join(HERE, script), folder, str(broker.port),
+                        *map(str, args)],
                        capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S * 2)
-    check(p.returncode == 0 and json.loads(p.stdout.strip().splitlines()[-1]) == {"sent": count},
-          f"kafka-ts's producer sent {count} records, {per_send} per send() "
-          f"(rc {p.returncode}) {p.stderr.strip()[-500:]}")
+    check(p.returncode == 0, f"{package}: node {script} exited {p.returncode} "
+                             f"{p.stderr.strip()[-500:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def case_kafka_ts_produce_acks_all(broker, kafka_ts):
-    run_kafka_ts(broker, kafka_ts, "e2e-kts", 100, 10)
+def run_kafka_ts(broker, node_modules, topic, count, per_send):
+    result = run_node(node_modules, "kafka-ts", "kafka_ts_produce.js", broker, topic, count,
+                      per_send)
+    check(result == {"sent": count},
+          f"kafka-ts's producer sent {count} records, {per_send} per send() ({result})")
+
+
+def case_kafka_ts_produce_acks_all(broker, node_modules):
+    run_kafka_ts(broker, node_modules, "e2e-kts", 100, 10)
     check_exactly_once(broker, "e2e-kts", [f"kts-{i}" for i in range(100)])
     log = broker.log()
     check(re.search(r"\[kafka-ts-e2e\] InitProducerId v\d corr=\d+: producer id \d+ epoch 0", log),
@@ -116,10 +126,29 @@ def case_kafka_ts_produce_acks_all(broker, kafka_ts):
           "its acks=-1 produces waited in the produce purgatory for the followers")
 
 
-def case_kafka_ts_retry_after_lost_response(broker, kafka_ts):
-    run_kafka_ts(broker, kafka_ts, "e2e-kts-lost", 100, 10)
+def case_kafka_ts_retry_after_lost_response(broker, node_modules):
+    run_kafka_ts(broker, node_modules, "e2e-kts-lost", 100, 10)
     check_exactly_once(broker, "e2e-kts-lost", [f"kts-{i}" for i in range(100)])
     check_retries_recognised(broker)
+
+
+def case_kafkajs_idempotent_produce_group_consume(broker, node_modules):
+    expected = [f"kjs-{i}" for i in range(100)]
+    result = run_node(node_modules, "kafkajs", "kafkajs_produce_consume.js", broker, "e2e-kjs",
+                      100, 10)
+    check(result["sent"] == 100, f"KafkaJS's idempotent producer sent 100 records ({result['sent']})")
+    check(result["values"] == expected,
+          f"KafkaJS's group consumer read each of them once, in order (got {len(result['values'])}, "
+          f"first {result['values'][:3]})")
+    check_exactly_once(broker, "e2e-kjs", expected)
+    log = broker.log()
+    check(re.search(r"\[kafkajs-e2e\] InitProducerId v\d corr=\d+: producer id \d+ epoch 0", log),
+          "KafkaJS got its producer id from InitProducerId")
+    check(re.search(r"\[kafkajs-e2e\] Produce v\d corr=\d+: completed: every follower caught up",
+                    log),
+          "its acks=-1 produces waited in the produce purgatory for the followers")
+    check(re.search(r"\[kafkajs-e2e\] JoinGroup v\d corr=\d+", log),
+          "its consumer joined group kafkajs-e2e through the join purgatory")
 
 
 # ---- confluent-kafka and kcat (librdkafka) --------------------------------------------------------
@@ -182,6 +211,7 @@ def case_confluent_transactional_refused(broker, _):
 CASES = {
     "kafka_ts_produce_acks_all": ([], case_kafka_ts_produce_acks_all),
     "kafka_ts_retry_after_lost_response": (FAULT, case_kafka_ts_retry_after_lost_response),
+    "kafkajs_idempotent_produce_group_consume": ([], case_kafkajs_idempotent_produce_group_consume),
     "confluent_idempotent_lost_responses": (FAULT, case_confluent_idempotent_lost_responses),
     "kcat_idempotent_lost_responses": (FAULT, case_kcat_idempotent_lost_responses),
     "confluent_transactional_refused": ([], case_confluent_transactional_refused),
@@ -191,14 +221,15 @@ CASES = {
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--broker", required=True, help="path to the demo_broker binary")
-    parser.add_argument("--kafka-ts", help="kafka-ts's installed package folder (node_modules/kafka-ts)")
+    parser.add_argument("--node-modules",
+                        help="the folder npm installed kafka-ts and KafkaJS into (node_modules)")
     parser.add_argument("--case", required=True, choices=sorted(CASES))
     args = parser.parse_args()
     if shutil.which("kcat") is None:
         raise Failure("kcat is not installed (Debian package kcat; scripts/packages.sh)")
     extra, run = CASES[args.case]
     with tempfile.TemporaryDirectory(prefix="demo_broker_idempotence_e2e_") as workdir:
-        run_case(UiBroker(args.broker, workdir, extra), lambda b: run(b, args.kafka_ts))
+        run_case(UiBroker(args.broker, workdir, extra), lambda b: run(b, args.node_modules))
     return 0
 
 

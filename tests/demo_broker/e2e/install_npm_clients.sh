@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# Installs kafka-ts (npm) into a folder of the build tree for the demo_broker end-to-end tests, at
-# the version they were written against; run by CTest as the fixture of the kafka-ts cases, never
-# at build time, never into the source tree. Already installed at that version: nothing to do, so
-# later runs work offline.
-#   bash install_kafka_ts.sh <build>/npm
+# Installs the Node.js Kafka clients of the demo_broker end-to-end tests (kafka-ts, KafkaJS) into a
+# folder of the build tree, at the versions the tests were written against; run by CTest as the
+# fixture of their cases, never at build time, never into the source tree. Already installed at
+# those versions: nothing to do, so later runs work offline.
+#   bash install_npm_clients.sh <build>/npm
 set -euo pipefail
-prefix=${1:?usage: install_kafka_ts.sh <folder in the build tree>}
-version=1.5.0
-manifest="$prefix/node_modules/kafka-ts/package.json"
-if [ -f "$manifest" ] && grep -q "\"version\": \"$version\"" "$manifest"; then
-  echo "kafka-ts $version already installed in $prefix"
+prefix=${1:?usage: install_npm_clients.sh <folder in the build tree>}
+packages=(kafka-ts@1.5.0 kafkajs@2.2.4)
+
+installed() {  # name@version: is that version in $prefix?
+  local manifest="$prefix/node_modules/${1%@*}/package.json"
+  [ -f "$manifest" ] && grep -q "\"version\": \"${1##*@}\"" "$manifest"
+}
+
+missing=()
+for package in "${packages[@]}"; do
+  installed "$package" || missing+=("$package")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "${packages[*]} already installed in $prefix"
   exit 0
 fi
 for tool in node npm; do
@@ -20,13 +29,16 @@ for tool in node npm; do
   fi
 done
 mkdir -p "$prefix"
-if ! npm install --prefix "$prefix" --no-audit --no-fund --no-save "kafka-ts@$version"; then
-  echo "FAIL npm could not install kafka-ts@$version into $prefix (is the npm registry" \
-       "reachable?): the kafka-ts end-to-end tests cannot run" >&2
+# All at once: npm install with --no-save removes what the same folder got from an earlier call.
+if ! npm install --prefix "$prefix" --no-audit --no-fund --no-save "${packages[@]}"; then
+  echo "FAIL npm could not install ${missing[*]} into $prefix (is the npm registry reachable?):" \
+       "their end-to-end tests cannot run" >&2
   exit 1
 fi
-grep -q "\"version\": \"$version\"" "$manifest" || {
-  echo "FAIL npm ran, but $manifest is not kafka-ts $version" >&2
-  exit 1
-}
-echo "kafka-ts $version installed in $prefix"
+for package in "${packages[@]}"; do
+  installed "$package" || {
+    echo "FAIL npm ran, but $prefix/node_modules holds no $package" >&2
+    exit 1
+  }
+done
+echo "${packages[*]} installed in $prefix"
