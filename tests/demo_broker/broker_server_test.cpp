@@ -31,22 +31,7 @@ std::vector<pb::ConsumerRecord> records_of(const pb::FetchPartitionResponse& p) 
   return p.records ? pb::parse_record_batches(*p.records) : std::vector<pb::ConsumerRecord>{};
 }
 
-struct Fixture {
-  pb::test::LogCapture log;
-  pb::BrokerRunner broker;
-  pb::Client client;
-
-  explicit Fixture(const std::function<void(pb::BrokerConfig&)>& tweak = {})
-      : broker(configure(log, tweak)) {
-    client.connect("127.0.0.1", broker.port());
-  }
-  static pb::BrokerConfig configure(pb::test::LogCapture& log,
-                                    const std::function<void(pb::BrokerConfig&)>& tweak) {
-    pb::BrokerConfig c = pb::test::test_config(log);
-    if (tweak) tweak(c);
-    return c;
-  }
-};
+using Fixture = pb::test::BrokerWithClient;
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "purgatory/broker/broker_config.hpp"
+#include "purgatory/broker/broker_runner.hpp"
+#include "purgatory/broker/client.hpp"
 #include "purgatory/broker/records.hpp"
 
 namespace purgatory::broker::test {
@@ -49,6 +52,26 @@ inline BrokerConfig test_config(LogCapture& log) {
   c.log_sink = [&log](std::string_view line) { log.add(line); };
   return c;
 }
+
+// A broker of test_config() (changed by `tweak`, if given) running on its own thread, and a
+// client connected to it.
+struct BrokerWithClient {
+  LogCapture log;
+  BrokerRunner broker;
+  Client client;
+
+  explicit BrokerWithClient(const std::function<void(BrokerConfig&)>& tweak = {})
+      : broker(configure(log, tweak)) {
+    client.connect("127.0.0.1", broker.port());
+  }
+
+ private:
+  static BrokerConfig configure(LogCapture& log, const std::function<void(BrokerConfig&)>& tweak) {
+    BrokerConfig c = test_config(log);
+    if (tweak) tweak(c);
+    return c;
+  }
+};
 
 // Polls `pred` every millisecond until it holds or `timeout` passes; returns its last value.
 template <class Pred>

@@ -22,22 +22,7 @@ using std::chrono::milliseconds;
 
 namespace {
 
-struct Fixture {
-  pb::test::LogCapture log;
-  pb::BrokerRunner broker;
-  pb::Client client{"idempotent-test"};
-
-  explicit Fixture(const std::function<void(pb::BrokerConfig&)>& tweak = {})
-      : broker(configure(log, tweak)) {
-    client.connect("127.0.0.1", broker.port());
-  }
-  static pb::BrokerConfig configure(pb::test::LogCapture& log,
-                                    const std::function<void(pb::BrokerConfig&)>& tweak) {
-    pb::BrokerConfig c = pb::test::test_config(log);
-    if (tweak) tweak(c);
-    return c;
-  }
-};
+using Fixture = pb::test::BrokerWithClient;
 
 // A Produce v3 frame of one batch of `vals` stamped with `producer`.
 pb::Bytes produce_frame(const std::string& topic, std::initializer_list<const char*> vals,

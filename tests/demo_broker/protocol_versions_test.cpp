@@ -23,18 +23,13 @@ using pb::test::concat;
 
 namespace {
 
-struct Fixture {
-  pb::test::LogCapture log;
-  pb::BrokerRunner broker;
-  pb::Client client{"versions-test"};
-
-  Fixture() : broker(configure(log)) { client.connect("127.0.0.1", broker.port()); }
-  static pb::BrokerConfig configure(pb::test::LogCapture& log) {
-    pb::BrokerConfig c = pb::test::test_config(log);
-    c.partitions = 2;
-    c.groups.initial_rebalance_delay = std::chrono::milliseconds(0);
-    return c;
-  }
+// Two partitions, and groups that form without the initial rebalance delay.
+struct Fixture : pb::test::BrokerWithClient {
+  Fixture()
+      : BrokerWithClient([](pb::BrokerConfig& c) {
+          c.partitions = 2;
+          c.groups.initial_rebalance_delay = std::chrono::milliseconds(0);
+        }) {}
 };
 
 // Sends `req` at `version` and decodes the answer at `version` (its layout, strictly: no byte
