@@ -132,6 +132,7 @@ namespace {
 // stored just before the aligned address: its size is then _msize() of that pointer.
 void* malloc_aligned(std::size_t size, std::size_t align) noexcept {
   if (align < alignof(void*)) align = alignof(void*);
+  if (size > SIZE_MAX - align - sizeof(void*)) return nullptr;
   void* raw = std::malloc(size + align + sizeof(void*));
   if (raw == nullptr) return nullptr;
   const auto start = reinterpret_cast<std::uintptr_t>(raw) + sizeof(void*);
