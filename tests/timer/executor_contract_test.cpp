@@ -118,8 +118,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "executor.hpp: destroying a batch without running it drops its runs: the tasks do not run "
-    "and the batch's references are released") {
+    "executor.hpp: destroying a batch without running it drops its runs: the tasks do not run, "
+    "the batch's references are released, and a dropped task added again runs once") {
   auto stash = std::make_shared<StashExecutor>();
   Timed t(stash);
   std::atomic<bool> destroyed{false};
@@ -135,6 +135,15 @@ TEST_CASE(
   CHECK(destroyed.load());
   CHECK(kept->use_count() == 1);
   CHECK(kept->runs == 0);
+  CHECK(kept->is_pending());
+  t.timer.add(kept, 5ms);
+  t.advance(4ms);
+  stash->run_all();
+  CHECK(kept->runs == 0);
+  t.advance(1ms);
+  stash->run_all();
+  CHECK(kept->runs == 1);
+  CHECK_FALSE(kept->is_pending());
 }
 
 TEST_CASE(
@@ -225,6 +234,80 @@ TEST_CASE(
     CHECK(std::count(reported_tasks.begin(), reported_tasks.end(), task.get()) == 1);
   }
   CHECK(last->runs == 1);
+}
+
+TEST_CASE(
+    "executor.hpp: an execute() that throws before taking the batch: the TaskErrorHandler gets the "
+    "exception with the batch's first task and the batch runs at once on the calling thread, one "
+    "that throws after moving the batch out: printed to stderr naming the timer, the batch is "
+    "the executor's") {
+  struct Failing final : Executor {
+    bool take = false;
+    std::vector<ExpiredBatch> taken;
+    void execute(ExpiredBatch& batch) override {
+      if (take) taken.push_back(std::move(batch));
+      throw std::runtime_error("queue full");
+    }
+  };
+  auto failing = std::make_shared<Failing>();
+  std::vector<const TimerTask*> reported;
+  Timed t(failing, [&](const TimerTask& task, std::exception_ptr e) {
+    CHECK_THROWS_WITH_AS(std::rethrow_exception(e), "queue full", std::runtime_error);
+    reported.push_back(&task);
+  });
+  auto first = purgatory::make_task<CountingTask>();
+  auto second = purgatory::make_task<CountingTask>();
+  t.timer.add(first, 1ms);
+  t.timer.add(second, 2ms);
+  t.advance(2ms);  // one batch of two, left with the timer
+  CHECK(reported == std::vector<const TimerTask*>{first.get()});
+  CHECK(first->runs == 1);
+  CHECK(second->runs == 1);
+
+  failing->take = true;
+  auto later = purgatory::make_task<CountingTask>();
+  t.timer.add(later, 1ms);
+  StderrCapture err;
+  t.advance(1ms);
+  const std::string printed = err.text();
+  CHECK(printed.find("timer 'exec': Executor::execute() threw: queue full") != std::string::npos);
+  CHECK(reported.size() == 1);  // not reported again
+  CHECK(later->runs == 0);      // the executor's now, not run by the timer
+  REQUIRE(failing->taken.size() == 1);
+  failing->taken[0].run_all();
+  CHECK(later->runs == 1);
+}
+
+TEST_CASE(
+    "executor.hpp: ExpiredBatch's move assignment takes the other batch's runs and drops its own, "
+    "as destroying it would: the dropped task does not run and stays pending until cancel() "
+    "(true), and the batch no longer counts as in flight (drain() returns)") {
+  struct Keep final : Executor {
+    std::vector<ExpiredBatch> held;
+    void execute(ExpiredBatch& batch) override { held.push_back(std::move(batch)); }
+  };
+  auto keep = std::make_shared<Keep>();
+  Timed t(keep);
+  auto dropped = purgatory::make_task<CountingTask>();
+  auto taken = purgatory::make_task<CountingTask>();
+  t.timer.add(dropped, 1ms);
+  t.advance(1ms);
+  t.timer.add(taken, 1ms);
+  t.advance(1ms);
+  REQUIRE(keep->held.size() == 2);
+  keep->held[0] = std::move(keep->held[1]);
+  CHECK(keep->held[0].size() == 1);
+  CHECK(keep->held[1].empty());      // moved from: empty, how the timer tells a batch was taken
+  CHECK(dropped->use_count() == 1);  // the batch's reference went with its run
+  keep->held[0].run_all();
+  CHECK(taken->runs == 1);
+  CHECK(dropped->runs == 0);
+  CHECK(dropped->is_pending());  // neither run nor cancelled
+  CHECK(dropped->cancel());
+  CHECK_FALSE(dropped->is_pending());
+  CHECK_FALSE(dropped->cancel());
+  const Watchdog watchdog("drain() after every batch ran or was dropped");
+  CHECK(t.timer.drain().empty());  // nothing pending, nothing in flight: returns at once
 }
 
 TEST_CASE("executor.hpp: close() calls shutdown() only on the executor the timer created itself") {

@@ -34,8 +34,9 @@ struct BatchContext;  // the timer's side of its batches: error handler, batches
 /// Expired tasks, ready to run. Move-only. run_all() runs each task unless its run was withdrawn
 /// meanwhile (cancel(), or the task re-added to a new deadline): that decision and the start of
 /// the run are one atomic step, so a run and a successful cancel() never both happen.
-/// Destroying a batch without running it drops those runs (the tasks are then neither run nor
-/// cancelled): executors must not do that except when the process shuts down.
+/// Destroying a batch without running it drops those runs: the tasks are neither run nor
+/// cancelled, and stay pending until cancel() (which then returns true) or a new add().
+/// Executors must not do that except when the process shuts down.
 /// A batch counts as in flight at its timer from the moment its first task expires until run_all()
 /// returns or the batch is destroyed: SystemTimer::drain() waits for that.
 /// Thread-compatible: one thread runs a batch.
