@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <type_traits>
 #include <version>
 #if defined(__cpp_lib_jthread)
@@ -120,6 +121,41 @@ TEST_CASE(
   io.run();
   CHECK(after_stop == Outcome::cancelled);
 #endif
+}
+
+TEST_CASE(
+    "asio.hpp: async_watch() of an operation another wait already listens to (0.1's listener or "
+    "async_wait_outcome()) throws std::logic_error: not watched, the handler never called, the "
+    "io_context keeps no work, and the first listener still hears the one outcome") {
+  ManualPurgatory<int> p;
+  boost::asio::io_context io;
+  int handlers = 0;
+  auto handler =
+      boost::asio::bind_executor(io, [&](boost::system::error_code, Outcome) { ++handlers; });
+  Outcome first = Outcome::pending;
+  auto waited = mock(1s);
+  async_wait_outcome(waited, boost::asio::bind_executor(
+                                 io, [&](boost::system::error_code, Outcome o) { first = o; }));
+  CHECK_THROWS_AS(p.purgatory.async_watch(waited, {1}, handler), std::logic_error);
+  CHECK_FALSE(waited->was_watched());
+  CHECK(p.purgatory.watched() == 0);
+
+  struct Listener final : OutcomeListener {
+    void on_outcome(Outcome) noexcept override {}
+  };
+  auto listened = mock(1s);
+  listened->set_outcome_listener(std::make_unique<Listener>());
+  CHECK_THROWS_AS(p.purgatory.async_watch(listened, {2}, handler), std::logic_error);
+  CHECK_FALSE(listened->was_watched());
+  CHECK(io.poll() == 0);  // nothing posted, and no work kept: poll() returns at once
+  CHECK(handlers == 0);
+
+  CHECK(waited->force_complete());
+  io.restart();
+  io.run();
+  CHECK(first == Outcome::completed);
+  CHECK(handlers == 0);
+  CHECK(waited->completions == 1);
 }
 
 TEST_CASE("0.1 names: CallableTask, CallablePeriodicTask and CallableOperation") {

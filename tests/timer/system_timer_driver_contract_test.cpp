@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -272,6 +273,43 @@ TEST_CASE(
   }
   CHECK(armed == std::optional<Nanos>(5ms));
   CHECK(calls == 2);
+}
+
+TEST_CASE(
+    "system_timer.hpp: the wakeup hook is called when a cancel() leaves the timer empty (so that "
+    "a driver stops waiting), not for one that leaves a task pending, and by close(): what it "
+    "throws goes to stderr naming the timer, and the cancel happened all the same") {
+  DrivenTimer<InlineExecutor> m(TimerOptions{.name = "hooked"});
+  int calls = 0;
+  bool fail = false;
+  m.timer.set_wakeup_hook([&] {
+    ++calls;
+    if (fail) throw std::runtime_error("driver gone");
+  });
+  auto first = purgatory::make_task<CountingTask>();
+  auto second = purgatory::make_task<CountingTask>();
+  m.timer.add(first, 10ms);
+  m.timer.add(second, 20ms);
+  CHECK(m.timer.arm().has_value());  // the driver waits for something
+  calls = 0;
+  CHECK(first->cancel());
+  CHECK(calls == 0);  // `second` is still pending: nothing for the driver to change
+  fail = true;
+  StderrCapture err;
+  CHECK(second->cancel());
+  const std::string printed = err.text();
+  CHECK(calls == 1);
+  CHECK(printed.find("timer 'hooked'") != std::string::npos);
+  CHECK(printed.find("the wakeup hook threw: driver gone") != std::string::npos);
+  CHECK_FALSE(second->is_pending());
+  CHECK(m.timer.size() == 0);
+  CHECK_FALSE(m.timer.arm().has_value());
+  fail = false;
+  m.timer.close();
+  CHECK(calls == 2);
+  m.clock.advance(1s);
+  CHECK(first->runs == 0);
+  CHECK(second->runs == 0);
 }
 
 TEST_CASE(

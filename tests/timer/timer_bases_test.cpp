@@ -3,6 +3,7 @@
 // every base, and a coarse bucket emptied before it comes due.
 #include "purgatory/timer/system_timer.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <thread>
@@ -26,16 +27,25 @@ struct OutcomeTask : CountingTask {
 
 }  // namespace
 
-TEST_CASE("SystemTimer bases: a thread adds to its own base, bases default to a power of two") {
-  purgatory::SystemTimer timer(
-      purgatory::TimerOptions{.driver = purgatory::TimerOptions::Driver::external, .bases = 3});
-  CHECK(timer.base_count() == 4);
-  purgatory::SystemTimer automatic(
-      purgatory::TimerOptions{.driver = purgatory::TimerOptions::Driver::external});
-  CHECK(automatic.base_count() >= 1);
+TEST_CASE(
+    "SystemTimer bases: rounded up to a power of two, at most 1024, 0 gives one per hardware "
+    "thread, at most 64, more than 1024 is refused, naming the value") {
+  const auto external = [](std::size_t bases) {
+    return purgatory::TimerOptions{.driver = purgatory::TimerOptions::Driver::external,
+                                   .bases = bases};
+  };
+  CHECK(purgatory::SystemTimer(external(1)).base_count() == 1);
+  CHECK(purgatory::SystemTimer(external(3)).base_count() == 4);
+  CHECK(purgatory::SystemTimer(external(1024)).base_count() == 1024);
+  purgatory::SystemTimer automatic(external(0));
+  const std::size_t hardware = std::max(1U, std::thread::hardware_concurrency());
+  CHECK(automatic.base_count() >= std::min<std::size_t>(hardware, 64));
+  CHECK(automatic.base_count() <= 64);
   CHECK((automatic.base_count() & (automatic.base_count() - 1)) == 0);
-  CHECK_THROWS_WITH_AS(purgatory::SystemTimer(purgatory::TimerOptions{.bases = 4096}),
-                       doctest::Contains("got 4096"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(purgatory::SystemTimer(external(1025)), doctest::Contains("got 1025"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(purgatory::SystemTimer(external(4096)), doctest::Contains("got 4096"),
+                       std::invalid_argument);
 }
 
 TEST_CASE(
