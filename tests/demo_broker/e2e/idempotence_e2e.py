@@ -108,6 +108,16 @@ def run_node(node_modules, package, script, broker, *args):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def check_idempotent_acks_all(log, client_id, client):
+    """The broker's --verbose log shows `client_id` got a producer id and its acks=-1 produces
+    waited in the produce purgatory."""
+    tag = re.escape(f"[{client_id}]")
+    check(re.search(tag + r" InitProducerId v\d corr=\d+: producer id \d+ epoch 0", log),
+          f"{client} got its producer id from InitProducerId")
+    check(re.search(tag + r" Produce v\d corr=\d+: completed: every follower caught up", log),
+          "its acks=-1 produces waited in the produce purgatory for the followers")
+
+
 def run_kafka_ts(broker, node_modules, topic, count, per_send):
     result = run_node(node_modules, "kafka-ts", "kafka_ts_produce.js", broker, topic, count,
                       per_send)
@@ -118,12 +128,7 @@ def run_kafka_ts(broker, node_modules, topic, count, per_send):
 def case_kafka_ts_produce_acks_all(broker, node_modules):
     run_kafka_ts(broker, node_modules, "e2e-kts", 100, 10)
     check_exactly_once(broker, "e2e-kts", [f"kts-{i}" for i in range(100)])
-    log = broker.log()
-    check(re.search(r"\[kafka-ts-e2e\] InitProducerId v\d corr=\d+: producer id \d+ epoch 0", log),
-          "kafka-ts got its producer id from InitProducerId")
-    check(re.search(r"\[kafka-ts-e2e\] Produce v\d corr=\d+: completed: every follower caught up",
-                    log),
-          "its acks=-1 produces waited in the produce purgatory for the followers")
+    check_idempotent_acks_all(broker.log(), "kafka-ts-e2e", "kafka-ts")
 
 
 def case_kafka_ts_retry_after_lost_response(broker, node_modules):
@@ -142,11 +147,7 @@ def case_kafkajs_idempotent_produce_group_consume(broker, node_modules):
           f"first {result['values'][:3]})")
     check_exactly_once(broker, "e2e-kjs", expected)
     log = broker.log()
-    check(re.search(r"\[kafkajs-e2e\] InitProducerId v\d corr=\d+: producer id \d+ epoch 0", log),
-          "KafkaJS got its producer id from InitProducerId")
-    check(re.search(r"\[kafkajs-e2e\] Produce v\d corr=\d+: completed: every follower caught up",
-                    log),
-          "its acks=-1 produces waited in the produce purgatory for the followers")
+    check_idempotent_acks_all(log, "kafkajs-e2e", "KafkaJS")
     check(re.search(r"\[kafkajs-e2e\] JoinGroup v\d corr=\d+", log),
           "its consumer joined group kafkajs-e2e through the join purgatory")
 
