@@ -1,9 +1,10 @@
 # purgatory-timer.pc and purgatory.pc, for build systems other than CMake:
-#   c++ app.cpp $(pkg-config --cflags --libs purgatory)            # shared install
-#   c++ app.cpp $(pkg-config --static --cflags --libs purgatory)   # static install
-# Installed to ${libdir}/pkgconfig, relocatable (paths relative to ${pcfiledir}). A static build's
-# files also name what the archives need (fmt, the threads library) and the static define of the
-# export macros; a shared library brings its own dependencies.
+#   c++ app.cpp $(pkg-config --cflags --libs purgatory)
+# for either install, static or shared. Installed to ${libdir}/pkgconfig, relocatable (paths
+# relative to ${pcfiledir}). A static install is what the archives need to link, so its files
+# name fmt and the threads library in Requires and Libs themselves (not only in the .private
+# fields, which a plain `pkg-config --libs` leaves out), and the static define of the export
+# macros; a shared library brings its own dependencies, so they stay private there.
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
   set(PURGATORY_PC_RELATIVE_PREFIX "")
   set(PURGATORY_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
@@ -27,16 +28,18 @@ if(PURGATORY_PACKAGE_KIND STREQUAL "static")
   set(PURGATORY_PC_TIMER_DEFINES " -DPURGATORY_TIMER_STATIC_DEFINE")
   set(PURGATORY_PC_PURGATORY_DEFINES " -DPURGATORY_STATIC_DEFINE")
   # The archives call fmt, and the threads library if the platform has one apart from libc.
-  set(PURGATORY_PC_TIMER_PRIVATE "Requires.private: fmt\n")
-  set(PURGATORY_PC_PURGATORY_PRIVATE "Requires.private: fmt\n")
-  if(CMAKE_THREAD_LIBS_INIT)
-    string(APPEND PURGATORY_PC_TIMER_PRIVATE "Libs.private: ${CMAKE_THREAD_LIBS_INIT}\n")
+  set(PURGATORY_PC_TIMER_REQUIRES "Requires: fmt\n")
+  set(PURGATORY_PC_PURGATORY_REQUIRES ", fmt")
+  set(PURGATORY_PC_TIMER_LIBS "${CMAKE_THREAD_LIBS_INIT}")
+  if(PURGATORY_PC_TIMER_LIBS)
+    string(PREPEND PURGATORY_PC_TIMER_LIBS " ")
   endif()
 else()
   set(PURGATORY_PC_TIMER_DEFINES "")
   set(PURGATORY_PC_PURGATORY_DEFINES "")
-  set(PURGATORY_PC_TIMER_PRIVATE "")
-  set(PURGATORY_PC_PURGATORY_PRIVATE "")
+  set(PURGATORY_PC_TIMER_REQUIRES "")
+  set(PURGATORY_PC_PURGATORY_REQUIRES "")
+  set(PURGATORY_PC_TIMER_LIBS "")
 endif()
 
 configure_file(${CMAKE_CURRENT_LIST_DIR}/purgatory-timer.pc.in

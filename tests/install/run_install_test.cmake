@@ -3,8 +3,8 @@
 # as the other kind (shared or static), runs it, and installs that build's purgatory into a second
 # prefix (a project vendoring purgatory can install it): one more build of the libraries serves
 # both. Then, against each prefix, builds and runs the consumer through find_package() and its
-# main.cpp through pkg-config (`pkg-config --cflags --libs purgatory`, with --static for the
-# static install), checking that a shared consumer really loads libpurgatory.so. Last, the CMake
+# main.cpp through pkg-config (`pkg-config --cflags --libs purgatory`, as the README writes it, for
+# either kind), checking that a shared consumer really loads libpurgatory.so. Last, the CMake
 # package's version rule: find_package(purgatory MAJOR.MINOR) is accepted (the consumers ask for
 # it), a higher major or a later minor (0.x: each minor may break the ABI) refused. Fails on the
 # first error.
@@ -94,11 +94,8 @@ foreach(kind IN ITEMS static shared)
   if(NOT pc_version STREQUAL VERSION)
     message(FATAL_ERROR "pkg-config --modversion purgatory says ${pc_version}, not ${VERSION}")
   endif()
-  if(kind STREQUAL "static")
-    run_output(pc_flags ${PKG_CONFIG} --static --cflags --libs purgatory)
-  else()
-    run_output(pc_flags ${PKG_CONFIG} --cflags --libs purgatory)
-  endif()
+  # Exactly as the README writes it, for both kinds.
+  run_output(pc_flags ${PKG_CONFIG} --cflags --libs purgatory)
   separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
   separate_arguments(cxx_flags UNIX_COMMAND "${CXX_FLAGS}")
   separate_arguments(linker_flags UNIX_COMMAND "${LINKER_FLAGS}")
