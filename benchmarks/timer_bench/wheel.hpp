@@ -1,6 +1,6 @@
 // Wheel: ours, purgatory::SystemTimer, as the brief configures it: an external driver
-// (advance_clock()), tasks run inline (InlineExecutor), SteadyClock, the default tick and wheel
-// size (1 ms x 20 slots per level).
+// (ExternalDriver::advance_clock()), tasks run inline (InlineExecutor), SteadyClock, the default
+// tick and wheel size (1 ms x 20 slots per level).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "purgatory/timer/external_driver.hpp"
 #include "purgatory/timer/ref.hpp"
 #include "purgatory/timer/system_timer.hpp"
 #include "timer_under_test.hpp"
@@ -26,7 +27,7 @@ class WheelImpl {
   void add_at(std::size_t i, std::int64_t deadline) { timer_.add_at(tasks_[i], Nanos{deadline}); }
   bool cancel(std::size_t i) { return tasks_[i]->cancel(); }
   bool reschedule(std::size_t i, Nanos delay) { return timer_.reschedule(*tasks_[i], delay); }
-  void expire_due() { timer_.advance_clock(Nanos{0}); }
+  void expire_due() { driver_.advance_clock(); }
   [[nodiscard]] std::uint64_t runs(std::size_t i) const { return tasks_[i]->payload.runs; }
   template <class Body>
   void loop(benchmark::State& state, Body& body) {
@@ -39,7 +40,7 @@ class WheelImpl {
   }
 
  private:
-  // The brief's configuration: driven by advance_clock(), tasks run inline, defaults otherwise.
+  // The brief's configuration: driven by an ExternalDriver, tasks run inline, defaults otherwise.
   static purgatory::TimerOptions options() {
     purgatory::TimerOptions o;
     o.executor = std::make_shared<purgatory::InlineExecutor>();
@@ -51,6 +52,7 @@ class WheelImpl {
     void run() override { payload(); }
   };
   purgatory::SystemTimer timer_;
+  purgatory::ExternalDriver driver_{timer_};
   std::vector<purgatory::Ref<Task>> tasks_;
 };
 

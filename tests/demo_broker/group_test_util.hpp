@@ -15,6 +15,7 @@
 #include "purgatory/broker/consumer_protocol.hpp"
 #include "purgatory/broker/group_coordinator.hpp"
 #include "purgatory/timer/executor.hpp"
+#include "purgatory/timer/external_driver.hpp"
 
 namespace purgatory::broker::group_test {
 
@@ -62,6 +63,7 @@ struct Synced {
 struct Harness {
   purgatory::ManualClock clock;
   std::shared_ptr<purgatory::SystemTimer> timer;
+  std::unique_ptr<purgatory::ExternalDriver> driver;
   std::vector<std::string> events;
   std::vector<Outcome> outcomes;
   std::vector<std::shared_ptr<Joined>> joins;  // every join sent, to check each got one answer
@@ -75,6 +77,7 @@ struct Harness {
     o.executor = std::make_shared<purgatory::InlineExecutor>();
     o.driver = purgatory::TimerOptions::Driver::external;
     timer = std::make_shared<purgatory::SystemTimer>(std::move(o));
+    driver = std::make_unique<purgatory::ExternalDriver>(*timer);
     pb::GroupCoordinatorHooks hooks;
     hooks.on_event = [this](std::string_view e) { events.emplace_back(e); };
     hooks.on_outcome = [this](const pb::GroupOutcome& told) {
@@ -99,7 +102,7 @@ struct Harness {
   void advance(std::int64_t ms) {
     for (std::int64_t i = 0; i < ms; ++i) {
       clock.advance(milliseconds(1));
-      while (timer->advance_clock(Nanos::zero())) {
+      while (driver->advance_clock()) {
       }
     }
   }

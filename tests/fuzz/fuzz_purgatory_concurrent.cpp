@@ -49,6 +49,7 @@
 #include "purgatory/timer/clock.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
 #include "purgatory/timer/executor.hpp"
+#include "purgatory/timer/external_driver.hpp"
 #include "purgatory/timer/system_timer.hpp"
 
 namespace {
@@ -255,7 +256,9 @@ class Run {
     options.on_task_error = [](const purgatory::TimerTask&, std::exception_ptr) {
       fail("a timer task threw");
     };
+    driver_.reset();
     timer_ = std::make_shared<purgatory::SystemTimer>(std::move(options));
+    driver_.emplace(*timer_);
     purgatory::PurgatoryOptions popts;
     popts.name = "fuzz-mt";
     popts.shards = shards_;
@@ -399,7 +402,7 @@ class Run {
         break;
       case Kind::advance:
         clock_.advance(Nanos{s.amount});
-        (void)timer_->advance_clock(Nanos::zero());
+        (void)driver_->advance_clock(Nanos::zero());
         break;
       case Kind::read_gauges:
         read_gauges();
@@ -577,6 +580,7 @@ class Run {
   std::uint32_t pause_threshold_ = 0;
   std::uint64_t seed_ = 1;
   std::shared_ptr<purgatory::SystemTimer> timer_;
+  std::optional<purgatory::ExternalDriver> driver_;  // after timer_: detached first
   std::unique_ptr<purgatory::DelayedOperationPurgatory<int>> purgatory_;
   std::array<OpRecord, kOps> ops_;
   std::array<std::vector<Step>, kThreads> streams_;

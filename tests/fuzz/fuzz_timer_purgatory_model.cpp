@@ -42,6 +42,7 @@
 #include "purgatory/errors.hpp"
 #include "purgatory/timer/clock.hpp"
 #include "purgatory/timer/executor.hpp"
+#include "purgatory/timer/external_driver.hpp"
 #include "purgatory/timer/system_timer.hpp"
 #include "purgatory/timer/timer_task.hpp"
 #include "timer_purgatory_model.hpp"
@@ -76,7 +77,9 @@ class Harness {
     options.on_task_error = [](const TimerTask&, std::exception_ptr) {
       fail("a task threw (the harness's callbacks never throw)");
     };
+    driver_.reset();
     timer_ = std::make_shared<SystemTimer>(std::move(options));
+    driver_.emplace(*timer_);
 
     purgatory::PurgatoryOptions popts;
     popts.name = "fuzz";
@@ -315,12 +318,12 @@ class Harness {
     drive_now_ = now();
     // The pass moves the wheels' clocks when something is due: a bucket, or a step of the
     // ahead-of-time cascade of a coarse bucket (arm() says when the next of either is).
-    if (const std::optional<Nanos> next = timer_->arm(); next && next->count() <= drive_now_) {
+    if (const std::optional<Nanos> next = driver_->arm(); next && next->count() <= drive_now_) {
       wheel_time_ = std::max(wheel_time_, round_down(drive_now_));
     }
     // As a reaper does: passes until one finds nothing due (a task a run re-adds when already
     // due waits for the next pass; the actions run once, so this ends).
-    while (timer_->advance_clock(Nanos::zero())) {
+    while (driver_->advance_clock(Nanos::zero())) {
     }
     in_drive_ = false;
     check_all_due_ran(now());
@@ -640,6 +643,7 @@ class Harness {
   std::size_t shards_ = 1;
   std::size_t max_pending_ = 0;
   std::shared_ptr<SystemTimer> timer_;
+  std::optional<purgatory::ExternalDriver> driver_;  // after timer_: detached first
   std::unique_ptr<DelayedOperationPurgatory<int>> purgatory_;
   TaskModel tasks_[kTasks];
   std::vector<OpModel> ops_;  // every operation created, by id

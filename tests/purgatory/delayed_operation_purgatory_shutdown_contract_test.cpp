@@ -18,6 +18,7 @@
 #include "allocation_counter.hpp"
 #include "contract_support.hpp"
 #include "purgatory/timer/detail/task_pool.hpp"
+#include "purgatory/timer/external_driver.hpp"
 #include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
@@ -125,6 +126,7 @@ TEST_CASE(
   options.timer = ManualTimer::options(clock);
   options.timer.executor = nullptr;  // the timer's own ThreadExecutor
   DelayedOperationPurgatory<int> p(options);
+  ExternalDriver driver(p.timer());
   // A task that keeps the executor busy, so the due timeout waits in its queue.
   Signal blocker_running;
   Signal release_blocker;
@@ -138,11 +140,11 @@ TEST_CASE(
   p.try_complete_else_watch(due, {1});
   p.try_complete_else_watch(later, {2});
   clock.advance(1ms);
-  (void)p.timer().advance_clock(Nanos::zero());  // the blocker starts
+  (void)driver.advance_clock();  // the blocker starts
   REQUIRE(blocker_running.wait());
   clock.advance(1ms);
-  (void)p.timer().advance_clock(Nanos::zero());  // the timeout is queued behind it
-  CHECK(due->outcome() == Outcome::pending);     // queued behind the blocker
+  (void)driver.advance_clock();               // the timeout is queued behind it
+  CHECK(due->outcome() == Outcome::pending);  // queued behind the blocker
   std::thread shutter([&] { p.shutdown(); });
   CHECK(eventually([&] { return p.is_shut_down(); }));
   release_blocker.set();
@@ -162,7 +164,7 @@ TEST_CASE(
   p.manual.clock.advance(5ms);  // due, but nobody advanced the timer
   p.purgatory.shutdown();
   CHECK(op->outcome() == Outcome::shut_down);
-  p.manual.timer.advance_clock(Nanos::zero());
+  p.manual.driver.advance_clock(Nanos::zero());
   CHECK(op->completions == 1);
   CHECK(op->expirations == 0);
 }

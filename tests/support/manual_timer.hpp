@@ -10,12 +10,13 @@
 #include <thread>
 #include <utility>
 
+#include "purgatory/timer/external_driver.hpp"
 #include "purgatory/timer/system_timer.hpp"
 
 namespace purgatory::test {
 
 // `options` for a timer on `clock` that hands expired tasks to `executor` and is driven by the
-// test: nothing expires until advance_clock() is called.
+// test (an ExternalDriver): nothing expires until its advance_clock() is called.
 inline TimerOptions driven_by_hand(const Clock& clock, std::shared_ptr<Executor> executor,
                                    TimerOptions options = {}) {
   options.clock = &clock;
@@ -26,12 +27,13 @@ inline TimerOptions driven_by_hand(const Clock& clock, std::shared_ptr<Executor>
 
 // A timer driven by hand: nothing moves until advance() is called, and tasks run inline on the
 // thread that calls it, so a test sees every effect as soon as advance() returns. `timer` is the
-// timer; `shared` owns it, for a purgatory or a future that shares it.
+// timer, `driver` drives it; `shared` owns it, for a purgatory or a future that shares it.
 struct ManualTimer {
   explicit ManualTimer(Nanos tick = std::chrono::milliseconds(1), int wheel_size = 20,
                        std::size_t max_pending = 0, std::size_t bases = 0)
       : shared(std::make_shared<SystemTimer>(options(clock, tick, wheel_size, max_pending, bases))),
-        timer(*shared) {}
+        timer(*shared),
+        driver(timer) {}
   ManualTimer(const ManualTimer&) = delete;
   ManualTimer& operator=(const ManualTimer&) = delete;
 
@@ -53,13 +55,14 @@ struct ManualTimer {
   // the add() itself). advance(0ms) runs what is due now.
   void advance(Nanos by) {
     clock.advance(by);
-    while (timer.advance_clock(Nanos::zero())) {
+    while (driver.advance_clock()) {
     }
   }
 
   ManualClock clock;
   std::shared_ptr<SystemTimer> shared;
   SystemTimer& timer;
+  ExternalDriver driver;
 };
 
 // A timer on a manual clock of its own that hands expired tasks to an E made of `executor_args`
@@ -70,19 +73,21 @@ struct DrivenTimer {
   template <class... Args>
   explicit DrivenTimer(TimerOptions options = {}, Args&&... executor_args)
       : executor(std::make_shared<E>(std::forward<Args>(executor_args)...)),
-        timer(driven_by_hand(clock, executor, std::move(options))) {}
+        timer(driven_by_hand(clock, executor, std::move(options))),
+        driver(timer) {}
   DrivenTimer(const DrivenTimer&) = delete;
   DrivenTimer& operator=(const DrivenTimer&) = delete;
 
   // Moves the clock by `by`, then one expiry pass: what advance_clock() returns.
   bool step(Nanos by) {
     clock.advance(by);
-    return timer.advance_clock(Nanos::zero());
+    return driver.advance_clock();
   }
 
   ManualClock clock;
   std::shared_ptr<E> executor;
   SystemTimer timer;
+  ExternalDriver driver;
 };
 
 // Drives a DrivenTimer from a thread of its own until stop() (or destruction): step(1 ms), then a

@@ -45,9 +45,10 @@
 #include "purgatory/asio.hpp"
 #include "purgatory/delayed_future.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
-#include "purgatory/timer/detail/thread_slot.hpp"
+#include "purgatory/timer/external_driver.hpp"
 #include "purgatory/timer/periodic_task.hpp"
 #include "purgatory/timer/system_timer.hpp"
+#include "thread_slot.hpp"
 
 using namespace std::chrono_literals;
 
@@ -84,9 +85,10 @@ TimerOptions manual_options(const ManualClock& clock, std::size_t bases) {
 // it is tried again (a few times: with every allocation failing it never succeeds).
 void advance(ManualClock& clock, SystemTimer& timer, Nanos by) {
   clock.advance(by);
+  ExternalDriver driver(timer);
   for (int attempt = 0; attempt < 3; ++attempt) {
     try {
-      (void)timer.advance_clock(Nanos::zero());
+      (void)driver.advance_clock();
       return;
     } catch (const std::bad_alloc&) {
     }
@@ -325,9 +327,10 @@ void purgatory_scenario(Verdict& v) {
   }
   v.at("expiring");
   clock.advance(15ms);
+  ExternalDriver driver(p->timer());
   for (int attempt = 0; attempt < 3; ++attempt) {
     try {
-      (void)p->timer().advance_clock(Nanos::zero());
+      (void)driver.advance_clock();
       break;
     } catch (const std::bad_alloc&) {
     }

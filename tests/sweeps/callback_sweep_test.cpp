@@ -29,9 +29,10 @@
 
 #include "../purgatory/purgatory_contract_support.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
-#include "purgatory/timer/detail/thread_slot.hpp"
+#include "purgatory/timer/external_driver.hpp"
 #include "purgatory/timer/system_timer.hpp"
 #include "sweep.hpp"
+#include "thread_slot.hpp"
 
 using namespace std::chrono_literals;
 
@@ -175,8 +176,8 @@ void timer_scenario(Verdict& v) {
     }
   };
   SystemTimer timer(std::move(o));
-  timer.set_wakeup_hook([] { user_code(kWakeupHook); });
-  (void)timer.arm();  // nothing pending: every add wakes the driver (calls the hook)
+  ExternalDriver driver(timer, [] { user_code(kWakeupHook); });
+  (void)driver.arm();  // nothing pending: every add wakes the driver (calls the hook)
   std::array<purgatory::Ref<Task>, 6> tasks;
   std::array<bool, 6> accepted{};
   const std::array<Nanos, 6> delays = {0ms, 5ms, 10ms, 15ms, 1h, 12ms};
@@ -196,8 +197,8 @@ void timer_scenario(Verdict& v) {
   for (int step = 0; step < 4; ++step) {
     clock.advance(5ms);
     try {
-      (void)timer.advance_clock(Nanos::zero());
-      (void)timer.arm();
+      (void)driver.advance_clock();
+      (void)driver.arm();
     } catch (const std::exception& e) {
       v.fail(std::string("advance_clock() or arm() threw ") + e.what());
     }
@@ -219,7 +220,7 @@ void timer_scenario(Verdict& v) {
   const auto thrown_by = [](Point point) { return static_cast<int>(g_callbacks.thrown_at[point]); };
   v.expect(reported == thrown_by(kRun) + thrown_by(kExecute),
            "on_task_error did not receive each exception from run() and execute() once");
-  v.expect(lines_with(printed.text(), "the wakeup hook threw") == thrown_by(kWakeupHook),
+  v.expect(lines_with(printed.text(), "the driver's wakeup threw") == thrown_by(kWakeupHook),
            "stderr did not get each exception from the wakeup hook once");
 }
 
@@ -345,7 +346,7 @@ void purgatory_scenario(Verdict& v) {
   } catch (const Injected&) {
   }
   clock.advance(15ms);
-  (void)p.timer().advance_clock(Nanos::zero());
+  (void)ExternalDriver(p.timer()).advance_clock();
   p.shutdown();
   v.expect(p.watched() == 0, "watched() is not 0 after shutdown()");
   v.expect(p.num_delayed() == 0, "num_delayed() is not 0 after shutdown()");

@@ -18,9 +18,9 @@
 
 #include "contract_support.hpp"
 #include "purgatory/timer/asio.hpp"
-#include "purgatory/timer/detail/thread_slot.hpp"
 #include "purgatory/timer/periodic_task.hpp"
 #include "race_schedule.hpp"
+#include "thread_slot.hpp"
 
 using namespace std::chrono_literals;
 

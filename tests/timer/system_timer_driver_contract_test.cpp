@@ -20,6 +20,7 @@
 
 #include <doctest/doctest.h>
 
+#include "purgatory/timer/external_driver.hpp"
 #include "race_schedule.hpp"
 #include "timer_contract_support.hpp"
 
@@ -68,7 +69,7 @@ TEST_CASE(
   m.timer.add(task, 1ms);
   m.clock.advance(5ms);
   CHECK(task->runs == 0);
-  CHECK(m.timer.advance_clock(Nanos::zero()));
+  CHECK(m.driver.advance_clock(Nanos::zero()));
   CHECK(task->runs == 1);
 }
 
@@ -82,7 +83,7 @@ TEST_CASE(
     m.timer.add(purgatory::make_task([&] { runs.fetch_add(1); }), 5ms);
   m.clock.advance(5ms);
   const Watchdog watchdog("advance_clock with an executor calling the timer");
-  CHECK(m.timer.advance_clock(Nanos::zero()));
+  CHECK(m.driver.advance_clock(Nanos::zero()));
   CHECK(runs.load() == 1000);
   std::size_t total = 0;
   for (const std::size_t s : m.executor->sizes) {
@@ -98,14 +99,14 @@ TEST_CASE(
     "system_timer.hpp: advance_clock(): max_wait <= 0 never blocks, it returns whether any "
     "bucket was due") {
   ManualTimer m;
-  CHECK_FALSE(m.timer.advance_clock(Nanos::zero()));
-  CHECK_FALSE(m.timer.advance_clock(-1s));
+  CHECK_FALSE(m.driver.advance_clock(Nanos::zero()));
+  CHECK_FALSE(m.driver.advance_clock(-1s));
   auto task = purgatory::make_task<CountingTask>();
   m.timer.add(task, 2ms);
   m.clock.advance(1ms);
-  CHECK_FALSE(m.timer.advance_clock(Nanos::zero()));
+  CHECK_FALSE(m.driver.advance_clock(Nanos::zero()));
   m.clock.advance(1ms);
-  CHECK(m.timer.advance_clock(Nanos::zero()));
+  CHECK(m.driver.advance_clock(Nanos::zero()));
   CHECK(task->runs == 1);
 }
 
@@ -119,7 +120,7 @@ TEST_CASE(
     std::atomic<bool> returned{false};
     Nanos returned_at{-1};
     std::thread waiter([&] {
-      CHECK(m.timer.advance_clock(Nanos::max()));
+      CHECK(m.driver.advance_clock(Nanos::max()));
       returned_at = m.clock.now();
       returned = true;
     });
@@ -138,7 +139,7 @@ TEST_CASE(
     Signal started;
     std::thread waiter([&] {
       started.set();
-      result = m.timer.advance_clock(Nanos::max());
+      result = m.driver.advance_clock(Nanos::max());
     });
     REQUIRE(started.wait());
     std::this_thread::sleep_for(5ms);
@@ -157,7 +158,7 @@ TEST_CASE(
   Nanos returned_at{-1};
   bool result = true;
   std::thread waiter([&] {
-    result = m.timer.advance_clock(5ms);
+    result = m.driver.advance_clock(5ms);
     returned_at = m.clock.now();
     done = true;
   });
@@ -240,35 +241,36 @@ TEST_CASE(
     "system_timer.hpp: the wakeup hook is called, with no lock held, when an add() is due before "
     "the instant arm() last returned, and arm() returns next_expiration(), or the step of an "
     "ahead-of-time cascade when one is due first") {
-  DrivenTimer<InlineExecutor> m;
+  ManualClock clock;
+  SystemTimer timer(driven_by_hand(clock, std::make_shared<InlineExecutor>()));
   int calls = 0;
   const Watchdog watchdog("wakeup hook calling the timer");
-  m.timer.set_wakeup_hook([&] {
+  ExternalDriver driver(timer, [&] {
     ++calls;
-    (void)m.timer.size();  // no lock held
+    (void)timer.size();  // no lock held
   });
-  CHECK_FALSE(m.timer.arm().has_value());
-  m.timer.add(purgatory::make_task<CountingTask>(), 10ms);
+  CHECK_FALSE(driver.arm().has_value());
+  timer.add(purgatory::make_task<CountingTask>(), 10ms);
   CHECK(calls == 1);  // earlier than "nothing"
-  CHECK(m.timer.arm() == std::optional<Nanos>(10ms));
-  m.timer.add(purgatory::make_task<CountingTask>(), 15ms);
+  CHECK(driver.arm() == std::optional<Nanos>(10ms));
+  timer.add(purgatory::make_task<CountingTask>(), 15ms);
   CHECK(calls == 1);  // not earlier
-  m.timer.add(purgatory::make_task<CountingTask>(), 5ms);
+  timer.add(purgatory::make_task<CountingTask>(), 5ms);
   CHECK(calls == 2);
   // All in the finest level (1 ms x 20): nothing to cascade, arm() is the earliest bucket.
-  CHECK(m.timer.arm() == std::optional<Nanos>(5ms));
-  CHECK(m.timer.arm() == m.timer.next_expiration());
+  CHECK(driver.arm() == std::optional<Nanos>(5ms));
+  CHECK(driver.arm() == timer.next_expiration());
   // A task in a coarse bucket (20 ms and up) is cascaded ahead of time: arm() may ask for that
   // step before the earliest bucket, never later, and once the driver made its passes it is the
   // earliest bucket again.
-  m.timer.add(purgatory::make_task<CountingTask>(), 30ms);
-  std::optional<Nanos> armed = m.timer.arm();
+  timer.add(purgatory::make_task<CountingTask>(), 30ms);
+  std::optional<Nanos> armed = driver.arm();
   REQUIRE(armed.has_value());
   CHECK(*armed <= 5ms);
-  for (int pass = 0; pass < 20 && armed != m.timer.next_expiration(); ++pass) {
-    if (*armed > m.clock.now()) m.clock.advance(*armed - m.clock.now());
-    CHECK_FALSE(m.timer.advance_clock(Nanos::zero()));  // a cascade step: nothing was due yet
-    armed = m.timer.arm();
+  for (int pass = 0; pass < 20 && armed != timer.next_expiration(); ++pass) {
+    if (*armed > clock.now()) clock.advance(*armed - clock.now());
+    CHECK_FALSE(driver.advance_clock());  // a cascade step: nothing was due yet
+    armed = driver.arm();
     REQUIRE(armed.has_value());
   }
   CHECK(armed == std::optional<Nanos>(5ms));
@@ -279,18 +281,19 @@ TEST_CASE(
     "system_timer.hpp: the wakeup hook is called when a cancel() leaves the timer empty (so that "
     "a driver stops waiting), not for one that leaves a task pending, and by close(): what it "
     "throws goes to stderr naming the timer, and the cancel happened all the same") {
-  DrivenTimer<InlineExecutor> m(TimerOptions{.name = "hooked"});
+  ManualClock clock;
+  SystemTimer timer(driven_by_hand(clock, std::make_shared<InlineExecutor>(), {.name = "hooked"}));
   int calls = 0;
   bool fail = false;
-  m.timer.set_wakeup_hook([&] {
+  ExternalDriver driver(timer, [&] {
     ++calls;
     if (fail) throw std::runtime_error("driver gone");
   });
   auto first = purgatory::make_task<CountingTask>();
   auto second = purgatory::make_task<CountingTask>();
-  m.timer.add(first, 10ms);
-  m.timer.add(second, 20ms);
-  CHECK(m.timer.arm().has_value());  // the driver waits for something
+  timer.add(first, 10ms);
+  timer.add(second, 20ms);
+  CHECK(driver.arm().has_value());  // the driver waits for something
   calls = 0;
   CHECK(first->cancel());
   CHECK(calls == 0);  // `second` is still pending: nothing for the driver to change
@@ -300,14 +303,14 @@ TEST_CASE(
   const std::string printed = err.text();
   CHECK(calls == 1);
   CHECK(printed.find("timer 'hooked'") != std::string::npos);
-  CHECK(printed.find("the wakeup hook threw: driver gone") != std::string::npos);
+  CHECK(printed.find("the driver's wakeup threw: driver gone") != std::string::npos);
   CHECK_FALSE(second->is_pending());
-  CHECK(m.timer.size() == 0);
-  CHECK_FALSE(m.timer.arm().has_value());
+  CHECK(timer.size() == 0);
+  CHECK_FALSE(driver.arm().has_value());
   fail = false;
-  m.timer.close();
+  timer.close();
   CHECK(calls == 2);
-  m.clock.advance(1s);
+  clock.advance(1s);
   CHECK(first->runs == 0);
   CHECK(second->runs == 0);
 }
@@ -322,12 +325,12 @@ TEST_CASE(
   bool ran = false;
   m.timer.add(purgatory::make_task([&] {
                 call_every_member(m.timer, other);
-                (void)m.timer.advance_clock(Nanos::zero());
+                (void)m.driver.advance_clock(Nanos::zero());
                 ran = true;
               }),
               1ms);
   m.clock.advance(1ms);
-  CHECK(m.timer.advance_clock(Nanos::zero()));
+  CHECK(m.driver.advance_clock(Nanos::zero()));
   CHECK(ran);
   m.timer.close();
 }

@@ -109,7 +109,7 @@ TEST_CASE(
     Nesting::adding([&] { m.timer.add(task, Nanos::zero()); });
     CHECK(nesting.runs == 0);
     std::uint64_t passes = 0;
-    while (m.timer.advance_clock(Nanos::zero()))
+    while (m.driver.advance_clock(Nanos::zero()))
       ++passes;
     CHECK(task->finished());
     CHECK(nesting.runs == times);
@@ -140,32 +140,47 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "system_timer.hpp: max_pending counts the wheel only: a due task moved into the wheel takes a "
-    "unit of the limit, moved back out it gives it back, and cancelled it leaves the count "
-    "right") {
+    "system_timer.hpp: at max_pending an add of any delay, <= 0 included, throws TimerRejected "
+    "(pending_limit): size() never exceeds the limit, and a task moved between the due list and "
+    "the "
+    "wheel keeps its one unit, and gives it back when it runs, is cancelled or handed back") {
   ManualTimer m(1ms, 20, /*max_pending=*/1);
   auto a = make_task<CountingTask>();
   auto b = make_task<CountingTask>();
-  m.timer.add(a, Nanos::zero());                        // due: not in the wheel, no unit
-  m.timer.add(b, 5ms);                                  // the one unit
-  CHECK_THROWS_AS(m.timer.add(a, 5ms), TimerRejected);  // into the wheel: no unit left
-  CHECK(m.timer.size() == 2);
-  CHECK(b->cancel());
-  m.timer.add(a, 5ms);  // from the due list into the wheel: takes the unit
+  m.timer.add(a, 1h);  // the one unit
+  for (const Nanos delay : {Nanos::zero(), Nanos(-1ms), Nanos(1ms), Nanos(1h)}) {
+    INFO("delay " << delay.count() << " ns");
+    try {
+      m.timer.add(b, delay);
+      FAIL("an add past max_pending must throw");
+    } catch (const TimerRejected& e) {
+      CHECK(e.reason() == TimerRejected::Reason::pending_limit);
+    }
+    CHECK_THROWS_AS(m.timer.add_at(b, m.clock.now() + delay), TimerRejected);
+    CHECK_FALSE(b->is_pending());
+    CHECK(m.timer.size() == 1);
+  }
+  m.timer.add(a, Nanos::zero());  // moved from the wheel to the due list: still its one unit
+  CHECK_THROWS_AS(m.timer.add(b, Nanos::zero()), TimerRejected);
+  m.timer.add(a, 5ms);  // and back into the wheel
   CHECK_THROWS_AS(m.timer.add(b, 5ms), TimerRejected);
-  m.timer.add(a, -1ms);  // back to the due list: gives it back
-  m.timer.add(b, 5ms);
-  CHECK(a->cancel());
+  CHECK(m.timer.size() == 1);
+  m.timer.add(a, Nanos::zero());
+  CHECK(a->cancel());  // cancelled while due: gives its unit back
+  m.timer.add(b, Nanos::zero());
   CHECK_THROWS_AS(m.timer.add(a, 7ms), TimerRejected);
-  m.advance(5ms);
+  m.advance(0ms);  // b runs from the due list: gives its unit back
   CHECK(b->runs == 1);
-  CHECK(a->runs == 0);
   for (int i = 0; i < 3; ++i) {  // the count is back to 0, not below: one unit, every time
-    m.timer.add(a, 1ms);
-    CHECK_THROWS_AS(m.timer.add(b, 1ms), TimerRejected);
+    m.timer.add(a, i == 1 ? Nanos::zero() : 1ms);
+    CHECK_THROWS_AS(m.timer.add(b, Nanos::zero()), TimerRejected);
+    CHECK(m.timer.size() == 1);
     m.advance(1ms);
   }
   CHECK(a->runs == 3);
+  m.timer.add(a, Nanos::zero());
+  CHECK(m.timer.close().size() == 1);  // handed back: nothing left pending
+  CHECK(m.timer.size() == 0);
 }
 
 // A fixed-rate periodic task whose every run moves the clock past its next deadlines: each run's
@@ -198,7 +213,7 @@ TEST_CASE(
   Nesting::adding([&] { task->start(m.timer, 1ms, 1ms, PeriodicTask::Mode::fixed_rate); });
   m.clock.advance(1ms);
   std::uint64_t passes = 0;
-  while (task->run_count() < kReadds && m.timer.advance_clock(Nanos::zero()))
+  while (task->run_count() < kReadds && m.driver.advance_clock(Nanos::zero()))
     ++passes;
   CHECK(task->cancel());  // between runs: the next one was pending
   CHECK(task->run_count() == kReadds);

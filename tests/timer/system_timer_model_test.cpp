@@ -15,7 +15,7 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory/timer/detail/thread_slot.hpp"
+#include "thread_slot.hpp"
 #include "timer_test_support.hpp"
 
 using namespace std::chrono_literals;
@@ -110,7 +110,7 @@ void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size, std::s
                               : kind < 97 ? uniform(0, 100'000'000)
                                           : uniform(0, 3'600'000'000'000);
       m.clock.advance(Nanos{by});
-      m.timer.advance_clock(Nanos::zero());
+      m.driver.advance_clock(Nanos::zero());
       const std::int64_t now = m.clock.now().count();
       std::vector<std::pair<int, std::int64_t>> expected;  // (id, expiration), expiration order
       for (auto it = model.by_expiration.begin();

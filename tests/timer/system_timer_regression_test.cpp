@@ -52,29 +52,6 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "regression: max_pending bounds the wheel: a task due at once is accepted at the "
-    "limit and runs") {
-  ManualTimer m(1ms, 20, /*max_pending=*/2);
-  auto a = purgatory::make_task<CountingTask>();
-  auto b = purgatory::make_task<CountingTask>();
-  m.timer.add(a, 5ms);
-  m.timer.add(b, 5ms);
-  auto now = purgatory::make_task<CountingTask>();
-  CHECK_NOTHROW(m.timer.add(now, 0ms));  // due: it never enters the wheel
-  auto later = purgatory::make_task<CountingTask>();
-  try {
-    m.timer.add(later, 1ms);
-    FAIL("an add that enters the wheel past max_pending must throw");
-  } catch (const TimerRejected& e) {
-    CHECK(e.reason() == TimerRejected::Reason::pending_limit);
-  }
-  CHECK(m.timer.size() == 3);
-  m.advance(0ms);
-  CHECK(now->runs == 1);
-  CHECK(m.timer.size() == 2);
-}
-
-TEST_CASE(
     "regression: drain(): a task run by the executor while drain() closes the timer "
     "is refused with Reason::draining, after drain() returned, Reason::closed") {
   // The timer's own ThreadExecutor: drain() waits for the wheel to empty, close() then lets the

@@ -166,7 +166,7 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: reschedule() throws as add() does: std::invalid_argument for a bad delay "
     "or a task pending in another timer, TimerRejected when closed, or at max_pending for a task "
-    "that must re-enter the wheel") {
+    "expired but not started, whatever the delay (0 included)") {
   ManualTimer m(1ms, 20, /*max_pending=*/1);
   auto task = purgatory::make_task<CountingTask>();
   m.timer.add(task, 5ms);
@@ -183,12 +183,15 @@ TEST_CASE(
   auto expired = purgatory::make_task<CountingTask>();
   full.timer.add(expired, 1ms);
   full.step(1ms);
-  full.timer.add(purgatory::make_task<CountingTask>(), 1h);  // the wheel is full
-  try {
-    (void)full.timer.reschedule(*expired, 5ms);
-    FAIL("reschedule() into a full wheel must throw");
-  } catch (const TimerRejected& e) {
-    CHECK(e.reason() == TimerRejected::Reason::pending_limit);
+  full.timer.add(purgatory::make_task<CountingTask>(), 1h);  // the timer is full
+  for (const Nanos delay : {Nanos(5ms), Nanos::zero()}) {
+    try {
+      (void)full.timer.reschedule(*expired, delay);
+      FAIL("reschedule() into a full timer must throw");
+    } catch (const TimerRejected& e) {
+      CHECK(e.reason() == TimerRejected::Reason::pending_limit);
+    }
+    CHECK(full.timer.size() == 1);
   }
   full.executor->run_all();
   CHECK(expired->runs == 1);  // the run it had still happens

@@ -11,7 +11,7 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory/timer/detail/thread_slot.hpp"
+#include "thread_slot.hpp"
 #include "timer_test_support.hpp"
 
 using namespace std::chrono_literals;

@@ -14,9 +14,9 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory/timer/detail/thread_slot.hpp"
 #include "race_schedule.hpp"
 #include "seeded_rounds.hpp"
+#include "thread_slot.hpp"
 #include "threads.hpp"
 #include "timer_contract_support.hpp"
 

@@ -1,6 +1,6 @@
 // Contract tests for purgatory/timer/timer_task_list.hpp: one test per promise
 // (docs/contracts.md).
-#include "purgatory/timer/detail/timer_task_list.hpp"
+#include "timer_task_list.hpp"
 
 #include <cstddef>
 #include <map>

@@ -1,4 +1,4 @@
-#include "purgatory/timer/detail/timer_task_list.hpp"
+#include "timer_task_list.hpp"
 
 #include <vector>
 

@@ -1,5 +1,5 @@
 // Contract tests for purgatory/timer/timing_wheel.hpp: one test per promise (docs/contracts.md).
-#include "purgatory/timer/detail/timing_wheel.hpp"
+#include "timing_wheel.hpp"
 
 #include <cstdint>
 #include <map>

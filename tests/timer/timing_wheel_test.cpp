@@ -1,4 +1,4 @@
-#include "purgatory/timer/detail/timing_wheel.hpp"
+#include "timing_wheel.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -17,8 +17,8 @@
 #include "batch_context.hpp"
 #include "platform/thread_name.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
-#include "purgatory/timer/detail/thread_slot.hpp"
 #include "system_timer_internal.hpp"
+#include "thread_slot.hpp"
 #include "timer_base.hpp"
 
 namespace purgatory {
@@ -82,7 +82,8 @@ SystemTimer::SystemTimer(TimerOptions options)
       batches_(std::make_shared<detail::BatchContext>(
           make_error_handler(std::move(options.on_task_error), name_))),
       armed_(kNobody),
-      external_until_(kNobody) {
+      external_until_(kNobody),
+      external_(options.driver == TimerOptions::Driver::external) {
   const std::size_t bases = checked_bases(options.bases);
   const std::int64_t start = clock_->now().count();
   bases_.reserve(bases);
@@ -169,7 +170,9 @@ bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
 //   scheduled, its base not stored yet         looks again (another add() is storing it)
 //   scheduled in another base of this timer    looks again (it moved since the base was chosen)
 //   idle, and this is reschedule()             returns false: nothing pending, nothing done
+//   idle or queued, max_pending reached        throws TimerRejected; nothing changed
 //   scheduled here (a bucket or the due list)  [move] unlinks it; it keeps the timer's reference
+//                                              and its unit of max_pending
 //   idle or queued                             [claim] one CAS to scheduled gaining the timer's
 //                                              reference (a queued run is withdrawn: its job
 //                                              finds its ticket gone), then stores the base in
@@ -178,125 +181,151 @@ bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
 //
 // Then [place]: into the wheel when the expiration is at least a tick after the wheel's time,
 // else into the base's due list, which the driver's next pass takes first: schedule() never runs
-// a task, nor hands one to the executor. A task in the wheel holds a unit of max_pending: one
-// entering it takes a unit before anything changes (TimerRejected when none is left), one
-// leaving it for the due list gives its unit back. What may allocate (a wheel level never used
-// before) is allocated before anything changes too, so out of memory the call changes nothing.
+// a task, nor hands one to the executor. Every scheduled task, in the wheel or due, holds a unit
+// of max_pending, taken before anything changes and given back when it leaves the timer, so
+// size() never exceeds the limit. What may allocate (a wheel level never used before) is
+// allocated before anything changes too, so out of memory the call changes nothing.
 bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expiration,
                            bool only_if_pending, std::int64_t deadline) {
-  const auto owns = [this](const detail::TimerBase* b) { return b != nullptr && b->owner == this; };
-  const auto catch_up = [&](detail::TimingWheel& wheel) {  // an empty wheel's time is free to move
-    wheel.advance_clock(now != kUnknownNow ? now : clock_->now().count());
-  };
   bool wake = false;
   for (;;) {
-    const bool scheduled = TimerTask::phase_of(t.state()) == TimerTask::kScheduled;
-    detail::TimerBase* held = scheduled ? t.holding_base() : nullptr;
-    if (scheduled && held == nullptr) {
-      // Another add() took it a few instructions ago and is storing its base: look again.
-      PURGATORY_RACE_POINT("SystemTimer::schedule: scheduled, its base not stored yet");
-      std::this_thread::yield();
-      continue;
-    }
-    detail::TimerBase& base = owns(held) ? *held : my_base();
-    const std::lock_guard<detail::AdaptiveMutex> lock(base.mu);
-    if (closed_.load(std::memory_order_relaxed) || draining_.load(std::memory_order_relaxed)) {
-      // While drain() runs (its last expired tasks included) the reason stays `draining`.
-      const bool draining = draining_.load(std::memory_order_relaxed);
-      throw TimerRejected(
-          draining ? TimerRejected::Reason::draining : TimerRejected::Reason::closed,
-          fmt::format("SystemTimer '{}': no new tasks accepted after {}", name_,
-                      draining ? "drain() started" : "close()"));
-    }
-    // The wheel's time is never ahead of the clock but may lag it (it moves only when something
-    // expires), so a deadline that looks too far from it is judged again against the clock.
-    if (now == kUnknownNow && expiration - base.wheel.current_time() > kMaxDelay.count() &&
-        deadline - clock_->now().count() > kMaxDelay.count()) {
-      throw std::invalid_argument(
-          fmt::format("SystemTimer '{}': deadline {} ns is more than the maximum delay ({} ns) "
-                      "after now",
-                      name_, deadline, kMaxDelay.count()));
-    }
+    detail::TimerBase* const base = base_for(t);
+    if (base == nullptr) continue;  // its base being stored: base_for() yielded
+    const std::lock_guard<detail::AdaptiveMutex> lock(base->mu);
+    check_accepting(now, expiration, deadline, *base);
     std::uint64_t w = t.word_.load(std::memory_order_acquire);
-    std::uint32_t s = TimerTask::state_of(w);
-    std::uint32_t phase = TimerTask::phase_of(s);
-    held = phase == TimerTask::kScheduled ? t.holding_base() : nullptr;
+    const std::uint32_t phase = TimerTask::phase_of(TimerTask::state_of(w));
+    detail::TimerBase* const held = phase == TimerTask::kScheduled ? t.holding_base() : nullptr;
     if (phase == TimerTask::kScheduled && held == nullptr) continue;  // its base being stored
     if (phase != TimerTask::kIdle && !owns(t.last_base())) {
       throw std::invalid_argument(
           fmt::format("SystemTimer '{}': the task is pending in another timer", name_));
     }
-    if (phase == TimerTask::kScheduled && held != &base) continue;  // it moved: look again
+    if (phase == TimerTask::kScheduled && held != base) continue;  // it moved: look again
     if (only_if_pending && phase == TimerTask::kIdle) return false;
 
-    if (base.pending == 0) catch_up(base.wheel);
+    if (base->pending == 0) catch_up(base->wheel, now);
     const bool enters_wheel =
-        expiration >= 0 && expiration >= base.wheel.current_time() + tick_.count();
-    if (enters_wheel) base.wheel.reserve_levels(expiration);
-    const bool in_wheel = phase == TimerTask::kScheduled && t.bucket() != &base.due;
-    bool holds_unit = in_wheel && max_pending_ != 0;
-    if (enters_wheel && max_pending_ != 0 && !holds_unit) {
-      if (limited_pending_.fetch_add(1, std::memory_order_relaxed) >= max_pending_) {
-        limited_pending_.fetch_sub(1, std::memory_order_relaxed);
-        throw TimerRejected(TimerRejected::Reason::pending_limit,
-                            fmt::format("SystemTimer '{}': {} tasks pending, the limit "
-                                        "(max_pending)",
-                                        name_, max_pending_));
-      }
-      holds_unit = true;
-    }
-
-    if (phase == TimerTask::kScheduled) {  // [move]
-      if (in_wheel) {
-        detail::TimingWheel::remove(t);
-        if (--base.pending == 0) catch_up(base.wheel);  // alone: as an add to an empty wheel
-      } else {
-        base.due.remove(t);
-      }
-    } else {  // [claim]
-      bool won = false;
-      while (phase == TimerTask::kIdle || phase == TimerTask::kQueued) {
-        if (only_if_pending && phase == TimerTask::kIdle) break;
-        PURGATORY_RACE_POINT("SystemTimer::schedule: state read, before taking the task");
-        if (t.word_.compare_exchange_weak(
-                w,
-                TimerTask::make_word(TimerTask::with_phase(s, TimerTask::kScheduled),
-                                     TimerTask::refs_of(w) + 1),
-                std::memory_order_acq_rel)) {
-          won = true;
-          break;
-        }
-        s = TimerTask::state_of(w);
-        phase = TimerTask::phase_of(s);
-      }
-      if (!won) {
-        if (holds_unit) limited_pending_.fetch_sub(1, std::memory_order_relaxed);  // taken above
-        if (only_if_pending && phase == TimerTask::kIdle) return false;  // its run just started
+        expiration >= 0 && expiration >= base->wheel.current_time() + tick_.count();
+    if (enters_wheel) base->wheel.reserve_levels(expiration);
+    if (phase == TimerTask::kScheduled) {
+      unlink_scheduled(t, *base);  // [move]
+    } else {
+      take_unit();  // throws at max_pending, before anything changed
+      const Claim claimed = claim(t, *base, w, only_if_pending);
+      if (claimed != Claim::won) {
+        give_back_unit();
+        if (claimed == Claim::run_started) return false;
         continue;
       }
-      PURGATORY_RACE_POINT("SystemTimer::schedule: taken, before storing its base");
-      // Scheduled, its place marked retired: a cancel() or add() meanwhile yields until this
-      // store (one store, not a second read-modify-write of word_ through a linking phase).
-      t.place_.store(reinterpret_cast<std::uintptr_t>(&base) | TimerTask::kBaseTag,
-                     std::memory_order_release);
     }
-
-    if (enters_wheel && base.wheel.add(t, expiration)) {  // [place]
-      ++base.pending;
-      wake = expiration < armed_.load();
-    } else {
-      // Due already (or by the wheel's time once caught up): the next pass takes it. A task
-      // re-adding itself from its own run() so goes round the driver's loop, never nesting.
-      if (holds_unit) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
-      if (base.due.empty()) base.due_since = base.wheel.current_time();  // <= every due deadline
-      base.due.add(t);
-      wake = base.due.size() == 1;
-    }
+    wake = place(t, *base, expiration, enters_wheel);
     break;
   }
   PURGATORY_RACE_POINT("SystemTimer::schedule: unlocked, before execute or wake");
   if (wake) wake_drivers();
   return true;
+}
+
+bool SystemTimer::owns(const detail::TimerBase* b) const noexcept {
+  return b != nullptr && b->owner == this;
+}
+
+detail::TimerBase* SystemTimer::base_for(const TimerTask& t) const noexcept {
+  if (TimerTask::phase_of(t.state()) != TimerTask::kScheduled) return &my_base();
+  detail::TimerBase* const held = t.holding_base();
+  if (held == nullptr) {
+    // Another add() took it a few instructions ago and is storing its base: look again.
+    PURGATORY_RACE_POINT("SystemTimer::schedule: scheduled, its base not stored yet");
+    std::this_thread::yield();
+    return nullptr;
+  }
+  return owns(held) ? held : &my_base();
+}
+
+void SystemTimer::check_accepting(std::int64_t now, std::int64_t expiration, std::int64_t deadline,
+                                  const detail::TimerBase& base) const {
+  if (closed_.load(std::memory_order_relaxed) || draining_.load(std::memory_order_relaxed)) {
+    // While drain() runs (its last expired tasks included) the reason stays `draining`.
+    const bool draining = draining_.load(std::memory_order_relaxed);
+    throw TimerRejected(draining ? TimerRejected::Reason::draining : TimerRejected::Reason::closed,
+                        fmt::format("SystemTimer '{}': no new tasks accepted after {}", name_,
+                                    draining ? "drain() started" : "close()"));
+  }
+  // The wheel's time is never ahead of the clock but may lag it (it moves only when something
+  // expires), so a deadline that looks too far from it is judged again against the clock.
+  if (now == kUnknownNow && expiration - base.wheel.current_time() > kMaxDelay.count() &&
+      deadline - clock_->now().count() > kMaxDelay.count()) {
+    throw std::invalid_argument(
+        fmt::format("SystemTimer '{}': deadline {} ns is more than the maximum delay ({} ns) "
+                    "after now",
+                    name_, deadline, kMaxDelay.count()));
+  }
+}
+
+void SystemTimer::catch_up(detail::TimingWheel& wheel, std::int64_t now) const noexcept {
+  // An empty wheel's time is free to move: to the clock, so that a new task is placed from now.
+  wheel.advance_clock(now != kUnknownNow ? now : clock_->now().count());
+}
+
+void SystemTimer::take_unit() {
+  if (max_pending_ == 0) return;
+  if (limited_pending_.fetch_add(1, std::memory_order_relaxed) >= max_pending_) {
+    limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+    throw TimerRejected(TimerRejected::Reason::pending_limit,
+                        fmt::format("SystemTimer '{}': {} tasks pending, the limit (max_pending)",
+                                    name_, max_pending_));
+  }
+}
+
+void SystemTimer::give_back_unit() noexcept {
+  if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void SystemTimer::unlink_scheduled(TimerTask& t, detail::TimerBase& base) const noexcept {
+  if (t.bucket() == &base.due) {
+    base.due.remove(t);
+    return;
+  }
+  detail::TimingWheel::remove(t);
+  if (--base.pending == 0) catch_up(base.wheel, kUnknownNow);  // alone: as an add to an empty wheel
+}
+
+SystemTimer::Claim SystemTimer::claim(TimerTask& t, detail::TimerBase& base, std::uint64_t w,
+                                      bool only_if_pending) noexcept {
+  for (;;) {
+    const std::uint32_t s = TimerTask::state_of(w);
+    const std::uint32_t phase = TimerTask::phase_of(s);
+    if (phase == TimerTask::kScheduled) return Claim::lost;
+    if (only_if_pending && phase == TimerTask::kIdle) return Claim::run_started;
+    PURGATORY_RACE_POINT("SystemTimer::schedule: state read, before taking the task");
+    if (t.word_.compare_exchange_weak(
+            w,
+            TimerTask::make_word(TimerTask::with_phase(s, TimerTask::kScheduled),
+                                 TimerTask::refs_of(w) + 1),
+            std::memory_order_acq_rel)) {
+      break;
+    }
+  }
+  PURGATORY_RACE_POINT("SystemTimer::schedule: taken, before storing its base");
+  // Scheduled, its place marked retired: a cancel() or add() meanwhile yields until this store
+  // (one store, not a second read-modify-write of word_ through a linking phase).
+  t.place_.store(reinterpret_cast<std::uintptr_t>(&base) | TimerTask::kBaseTag,
+                 std::memory_order_release);
+  return Claim::won;
+}
+
+bool SystemTimer::place(TimerTask& t, detail::TimerBase& base, std::int64_t expiration,
+                        bool enters_wheel) noexcept {
+  if (enters_wheel && base.wheel.add(t, expiration)) {
+    ++base.pending;
+    return expiration < armed_.load();
+  }
+  // Due already (or by the wheel's time once caught up): the next pass takes it. A task re-adding
+  // itself from its own run() so goes round the driver's loop, never nesting.
+  if (base.due.empty()) base.due_since = base.wheel.current_time();  // <= every due deadline
+  base.due.add(t);
+  return base.due.size() == 1;
 }
 
 void SystemTimer::prepare_batch(ExpiredBatch& batch, std::size_t tasks) const {
@@ -355,12 +384,12 @@ bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base,
       return false;
     }
     if (task.bucket() == &base.due) {
-      base.due.remove(task);  // due, not yet taken by a pass: it holds no unit of max_pending
+      base.due.remove(task);  // due, not yet taken by a pass
     } else {
       detail::TimingWheel::remove(task);
       --base.pending;
-      if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
     }
+    give_back_unit();
     emptied = base.pending == 0 && base.due.empty();
     retire_base(task);
     // Idle, and the wheel's reference dropped, in one step.
@@ -371,7 +400,7 @@ bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base,
   if (TimerTask::refs_of(before) == 1) delete &task;  // that was the last reference
   // An external driver (AsioTimer) looks again, so that no wait stays armed for a deadline that
   // is gone. The reaper thread needs no call: it wakes once at that deadline and finds nothing.
-  if (emptied && wakeup_hook_) call_wakeup_hook();
+  if (emptied) call_wakeup_hook();
   return true;
 }
 

@@ -12,7 +12,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <stdexcept>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "batch_context.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
@@ -198,7 +201,7 @@ bool SystemTimer::service(std::int64_t now) {
                   // The level below is behind (its current bucket): place it from the top.
                   if (b.wheel.add(t, detail::TimingWheel::expiration_of(t))) return;
                   --b.pending;
-                  if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+                  give_back_unit();
                   queue_expired(t, batch);
                 });
             budget -= std::min(budget, moved);
@@ -229,6 +232,7 @@ bool SystemTimer::expire_due(detail::TimerBase& b, std::int64_t now, ExpiredBatc
       break;
     }
     --b.due_quota;
+    give_back_unit();
     queue_expired(*t, batch);
   }
   if (b.due_quota > 0) return false;
@@ -238,7 +242,7 @@ bool SystemTimer::expire_due(detail::TimerBase& b, std::int64_t now, ExpiredBatc
       return ++moves < kMaxMovesPerHold;  // cascaded to a finer level
     }
     --b.pending;
-    if (max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+    give_back_unit();
     queue_expired(t, batch);
     return batch.size() < kMaxBatch && moves < kMaxMovesPerHold;
   });
@@ -278,18 +282,48 @@ std::optional<Nanos> SystemTimer::arm() {
   }
 }
 
-void SystemTimer::set_wakeup_hook(std::function<void()> hook) {
-  wakeup_hook_ = std::move(hook);
+void SystemTimer::attach_driver(std::function<void()> wakeup) {
+  const std::lock_guard<std::mutex> guard(drive_mu_);
+  if (!external_) {
+    throw std::invalid_argument(fmt::format(
+        "SystemTimer '{}': an ExternalDriver needs a timer made with Driver::external", name_));
+  }
+  if (driver_attached_.load(std::memory_order_relaxed)) {
+    throw std::invalid_argument(
+        fmt::format("SystemTimer '{}': the timer already has a driver (an AsioTimer drives "
+                    "itself)",
+                    name_));
+  }
+  wakeup_hook_ = std::move(wakeup);
+  driver_attached_.store(true, std::memory_order_seq_cst);
+}
+
+void SystemTimer::detach_driver() noexcept {
+  // A call that counted itself before this store sees the driver attached and is waited for; one
+  // counting itself after it sees it detached (both sides sequentially consistent).
+  driver_attached_.store(false, std::memory_order_seq_cst);
+  while (hook_calls_.load(std::memory_order_seq_cst) != 0)
+    std::this_thread::yield();
+  std::function<void()> dropped;  // destroyed after the lock
+  const std::lock_guard<std::mutex> guard(drive_mu_);
+  dropped = std::move(wakeup_hook_);
+  wakeup_hook_ = nullptr;
+  external_until_ = kNobody;
+  recompute_armed_locked();
 }
 
 void SystemTimer::call_wakeup_hook() noexcept {
-  if (!wakeup_hook_) return;
-  try {
-    wakeup_hook_();
-  } catch (...) {
-    std::fprintf(stderr, "purgatory: timer '%s': the wakeup hook threw: %s\n", name_.c_str(),
-                 what_of(std::current_exception()));
+  if (!driver_attached_.load(std::memory_order_relaxed)) return;  // a reaper, or no driver yet
+  hook_calls_.fetch_add(1, std::memory_order_seq_cst);
+  if (driver_attached_.load(std::memory_order_seq_cst) && wakeup_hook_) {
+    try {
+      wakeup_hook_();
+    } catch (...) {
+      std::fprintf(stderr, "purgatory: timer '%s': the driver's wakeup threw: %s\n", name_.c_str(),
+                   what_of(std::current_exception()));
+    }
   }
+  hook_calls_.fetch_sub(1, std::memory_order_release);
 }
 
 std::uint64_t SystemTimer::wakeups() const {

@@ -5,7 +5,9 @@
 //   - `drive_mu_` guards the drivers' bookkeeping: sleeping_until_, external_until_,
 //     wake_requests_, wakeups_ (armed_ is written under it, read without it);
 //   - closed_, draining_ and limited_pending_ are atomics read without a lock;
-//   - wakeup_hook_ is set once, before tasks are added, and read without a lock.
+//   - wakeup_hook_ is written under drive_mu_ by attach_driver() and detach_driver(), and read
+//     without a lock while driver_attached_ is true (detach_driver() waits for the calls under
+//     way, counted in hook_calls_).
 // No lock is held while a task, the executor or a hook runs; a base's lock is never taken while
 // drive_mu_ is held, and two bases' locks are never held at once.
 //

@@ -151,13 +151,13 @@ std::vector<TaskRef> SystemTimer::close() {
 }
 
 void SystemTimer::hand_back_all(detail::TimerBase& b, std::vector<TaskRef>& out) noexcept {
-  // A wheel's task gives back its unit of max_pending; a due one holds none.
-  const auto hand_back = [this](TimerTask& t, bool from_wheel) {
+  // Each gives back its unit of max_pending.
+  const auto hand_back = [this](TimerTask& t) {
     const std::uint32_t s = t.state();
     retire_base(t);
     t.word_.fetch_add(TimerTask::state_delta(s, TimerTask::with_phase(s, TimerTask::kIdle)),
                       std::memory_order_acq_rel);
-    if (from_wheel && max_pending_ != 0) limited_pending_.fetch_sub(1, std::memory_order_relaxed);
+    give_back_unit();
   };
   for (;;) {
     TaskRef dropped;  // released after the lock: a release may destroy the task
@@ -173,12 +173,12 @@ void SystemTimer::hand_back_all(detail::TimerBase& b, std::vector<TaskRef>& out)
       }
       if (out.capacity() - out.size() >= held) {
         b.due.flush([&](TimerTask& t) {
-          hand_back(t, false);
+          hand_back(t);
           out.emplace_back(&t, /*add_ref=*/false);  // adopt the list's reference
         });
         b.due_quota = 0;
         b.wheel.drain([&](TimerTask& t) {
-          hand_back(t, true);
+          hand_back(t);
           out.emplace_back(&t, /*add_ref=*/false);  // adopt the wheel's reference
         });
         b.pending = 0;
@@ -186,12 +186,11 @@ void SystemTimer::hand_back_all(detail::TimerBase& b, std::vector<TaskRef>& out)
       }
       // Out of memory: this one is handed back by dropping the wheel's (or the list's) reference.
       TimerTask* t = b.due.pop();
-      const bool from_wheel = t == nullptr;
-      if (from_wheel) {
+      if (t == nullptr) {
         t = take_one(b.wheel);
         --b.pending;
       }
-      hand_back(*t, from_wheel);
+      hand_back(*t);
       dropped = TaskRef(t, /*add_ref=*/false);
     }
   }

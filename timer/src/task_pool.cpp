@@ -1,3 +1,24 @@
+// The task pool (detail/task_pool.hpp; docs/design.md, "The task pool", has the figures).
+//
+// A server adds tasks on its request threads and the timer frees them on its executor's thread.
+// With glibc's malloc that pattern is slow: every free from the executor thread lands in the
+// adding thread's arena, under that arena's lock, and fragments it; and a burst's fresh memory is
+// faulted in 4 KiB at a time.
+//
+// Here blocks come from slabs: mappings of one size class (16-byte classes up to kMaxPooled
+// bytes), each owned by one thread. The owning thread allocates from its slab's free list and
+// fresh space without atomics or locks; a block freed by its owner goes back on that list, one
+// freed by any other thread is pushed on the slab's given-back stack (one compare-and-swap), which
+// the owner takes whole. A thread's slabs of a class double in size from 64 KiB to 2 MiB, and
+// their fresh memory is faulted in 256 KiB at a time with one system call where the system has
+// one (Linux's MADV_POPULATE_WRITE).
+//
+// Memory: a slab whose blocks are all free is released (unmapped; at most two empty 2 MiB slabs
+// are kept for reuse) when its owner next looks at its slabs: every 4096 of its allocations of
+// that class, and when the thread ends. A thread that ends with blocks still in use leaves their
+// slabs to the next thread that needs a slab of that class. So a burst's memory is returned after
+// it once the adding thread allocates again or ends; it is reused by the next burst meanwhile.
+// Blocks larger than kMaxPooled go straight to the heap.
 #include "purgatory/timer/detail/task_pool.hpp"
 
 #include "purgatory/timer/detail/race_point.hpp"

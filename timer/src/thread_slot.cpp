@@ -1,6 +1,6 @@
 // Which base of a SystemTimer a thread adds to (detail/thread_slot.hpp): the table of the slots
 // live threads hold.
-#include "purgatory/timer/detail/thread_slot.hpp"
+#include "thread_slot.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "purgatory/timer/detail/platform.hpp"
-#include "purgatory/timer/detail/timing_wheel.hpp"
 #include "purgatory/timer/system_timer.hpp"
+#include "timing_wheel.hpp"
 
 namespace purgatory::detail {
 

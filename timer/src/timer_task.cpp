@@ -1,5 +1,22 @@
 // TimerTask's side of the state word it shares with its SystemTimer (timer_task.hpp): where a
 // task is, and cancel().
+//
+// word_ = (state << 32) | references, state = (sequence << 2) | phase. The state sits in the high
+// half so that a change of state is an addition of (new - old) << 32 that wraps modulo 2^32
+// without touching the count; the sequence grows each time the task is handed to an executor, so
+// a stale job of an ExpiredBatch can never claim a later run (no ABA).
+//
+// place_ says where the task is, in one word: the bucket (TimerTaskList) holding it, or, while an
+// add() is placing it or it is due at once, its timer base (kBaseTag set). The bucket knows its
+// base (the wheel and lock of one of its SystemTimer's), so the base is not stored apart.
+// kRetired is set unless that base holds the task now. The add() that takes the task out of idle
+// or queued (one CAS of word_ to scheduled) stores its base, under that base's lock, just after
+// the CAS; linking it into a bucket stores the bucket (same base); whoever takes a task out of
+// scheduled (under its base's lock) marks the place retired before the state changes. So a
+// scheduled task whose place reads retired is being placed by an add() that holds that base's
+// lock: a cancel() or another add() yields and looks again. While the task is linked the word
+// names its bucket (never retired, never a base); after it leaves one, it still names that
+// bucket (or base), retired: the timer that last held it.
 #include "purgatory/timer/timer_task.hpp"
 
 #include <cstdint>

@@ -37,9 +37,9 @@
 #include <optional>
 #include <vector>
 
-#include "purgatory/timer/detail/timer_task_list.hpp"
 #include "purgatory/timer/export.hpp"
 #include "purgatory/timer/timer_task.hpp"
+#include "timer_task_list.hpp"
 
 namespace purgatory::detail {
 

@@ -19,8 +19,12 @@
 /// expired, shut_down) once the operation ended and its callbacks ran; operation_aborted and
 /// Outcome::cancelled when it was cancelled. The handler runs exactly once, posted to its
 /// associated executor (never inside async_watch(), nor inline on the thread that completed the
-/// operation), and a pending wait is outstanding work of that executor. An operation completed
-/// by the watch's first try still completes the handler that way.
+/// operation), and a pending wait is outstanding work of that executor. A handler with no
+/// associated executor (a plain lambda) completes, as an Asio I/O object's does, on the
+/// purgatory's timer's executor when that timer is an AsioTimer (so on a one-thread io_context,
+/// on that thread, before io_context::run() returns), and otherwise on the system executor (a
+/// thread of Asio's own). An operation completed by the watch's first try still completes the
+/// handler that way.
 ///
 /// Cancelling, as in Asio: emit the cancellation slot associated with the handler (every
 /// cancellation type; bind_cancellation_slot, a co_spawn'ed coroutine's cancellation, the
@@ -37,12 +41,7 @@
 /// io_context's executor or the system executor, so an outcome always reaches its handler.
 #pragma once
 
-#include <stdexcept>
 #include <utility>
-#include <version>
-#if defined(__cpp_lib_jthread)
-#include <stop_token>
-#endif
 
 #include "purgatory/delayed_operation.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
@@ -62,26 +61,5 @@ auto DelayedOperationPurgatory<Key, Hash, KeyEqual>::async_watch(const Operation
       std::forward<CompletionToken>(token), this, op,
       detail::WatchKeys<Key>(keys.begin(), keys.end()));
 }
-
-/// Version 0.1's wait for the outcome of an operation watched already; async_watch() watches and
-/// waits in one call. Cancelling it now cancels the operation (Outcome::cancelled).
-template <class CompletionToken>
-[[deprecated("use DelayedOperationPurgatory::async_watch()")]] auto async_wait_outcome(
-    const OperationRef& op, CompletionToken&& token) {
-  if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
-  return detail::dispatch_outcome<detail::InitiateOutcomeWait>(std::forward<CompletionToken>(token),
-                                                               op, detail::StopToken());
-}
-
-#if defined(__cpp_lib_jthread)
-/// As above; a stop requested on `stop` cancels the operation.
-template <class CompletionToken>
-[[deprecated("use DelayedOperationPurgatory::async_watch() and a cancellation slot")]] auto
-async_wait_outcome(const OperationRef& op, std::stop_token stop, CompletionToken&& token) {
-  if (!op) throw std::invalid_argument("async_wait_outcome: the operation is null");
-  return detail::dispatch_outcome<detail::InitiateOutcomeWait>(std::forward<CompletionToken>(token),
-                                                               op, std::move(stop));
-}
-#endif
 
 }  // namespace purgatory

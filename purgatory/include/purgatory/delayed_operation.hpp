@@ -54,10 +54,6 @@ class PURGATORY_EXPORT OutcomeListener {
 };
 }  // namespace detail
 
-/// Version 0.1's name of the outcome hook async_watch() now takes care of.
-using OutcomeListener [[deprecated("use DelayedOperationPurgatory::async_watch()")]] =
-    detail::OutcomeListener;
-
 /// Kafka's DelayedOperation: a request that waits, watched on keys by a DelayedOperationPurgatory,
 /// until try_complete() finds it can complete, someone completes or cancels it, or its timeout
 /// (measured from the watch) passes. It ends with exactly one outcome, decided under the
@@ -124,12 +120,6 @@ class PURGATORY_EXPORT DelayedOperation : private TimerTask, private detail::Wat
 
   /// References held, the purgatory's and the timer's included. For tests and diagnostics.
   [[nodiscard]] std::uint32_t use_count() const noexcept { return TimerTask::use_count(); }
-
-  /// Version 0.1's hook for the outcome; async_watch() takes care of it now. At most one.
-  [[deprecated("use DelayedOperationPurgatory::async_watch()")]] void set_outcome_listener(
-      std::unique_ptr<detail::OutcomeListener> listener) {
-    listen(std::move(listener));
-  }
 
   /// Operations of at most 512 bytes come from the timer's per-thread pool, not from malloc.
   static void* operator new(std::size_t size) { return detail::pool_allocate(size); }
@@ -292,12 +282,5 @@ OperationRef make_operation(Nanos timeout, Cond&& condition, OnComplete&& on_com
                              std::forward<OnComplete>(on_complete),
                              std::forward<OnExpiration>(on_expiration)));
 }
-
-/// Version 0.1's name of the operation make_operation(timeout, condition, ...) builds.
-template <class Cond, class OnComplete, class OnExpiration>
-using CallableOperation [[deprecated("use make_operation(timeout, condition, ...)")]] =
-    detail::CallableOperation<Cond, OnComplete, OnExpiration>;
-/// Version 0.1's name of make_operation()'s default on_expiration.
-using NoExpirationCallback [[deprecated("leave on_expiration out")]] = detail::NoCallback;
 
 }  // namespace purgatory

@@ -39,8 +39,8 @@ namespace purgatory {
 /// outcome (except those cancel_for_key() hands back to its caller undecided).
 ///
 /// A completed operation leaves every key's watch list at once and a key whose list empties is
-/// erased, so memory follows what waits now: there is no purge interval (Kafka's KAFKA-19389 and
-/// KAFKA-19763 were out-of-memory errors from completed operations lingering on other keys).
+/// erased, so memory follows what waits now: there is no purge interval, and no completed
+/// operation lingers on its other keys.
 ///
 /// Thread-safe: every member may be called from any thread, including from an operation's
 /// callbacks, except shutdown() (and so the destructor) from a task of a timer the purgatory owns.
@@ -81,8 +81,7 @@ class DelayedOperationPurgatory {
     return async_watch(op, std::span<const Key>(keys.begin(), keys.size()),
                        std::forward<CompletionToken>(token));
   }
-  /// As above, on one key: `co_await async_watch(op, key, use_awaitable)` (g++ 12 cannot compile
-  /// a braced list inside a co_await expression).
+  /// As above, on one key: `co_await async_watch(op, key, use_awaitable)`.
   template <class CompletionToken>
   auto async_watch(const OperationRef& op, const Key& key, CompletionToken&& token) {
     return async_watch(op, std::span<const Key>(&key, 1), std::forward<CompletionToken>(token));

@@ -1,9 +1,9 @@
-// Internal to purgatory/asio.hpp: the shared state behind one async_watch() (or the deprecated
-// async_wait_outcome()), and its initiation for each kind of completion token. Not for users.
+// Internal to purgatory/asio.hpp: the shared state behind one async_watch(), and its initiation
+// for each kind of completion token. Not for users.
 //
 // The operation's outcome listener relays its one outcome to the wait, which posts the handler
 // (AsyncCompletion: exactly once, never inline, memory set aside). A cancellation request (the
-// handler's slot, or a std::stop_token) cancels the operation itself: Outcome::cancelled, unless
+// handler's cancellation slot) cancels the operation itself: Outcome::cancelled, unless
 // an outcome was decided first, which then reaches the handler as it would have anyway. While a
 // request may come, the wait holds a reference to the operation; it drops it when it completes
 // (the operation references the wait through its listener: no cycle outlives the wait).
@@ -27,6 +27,7 @@
 #include "purgatory/detail/operation_access.hpp"
 #include "purgatory/errors.hpp"
 #include "purgatory/outcome.hpp"
+#include "purgatory/timer/asio.hpp"
 #include "purgatory/timer/detail/async_completion.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
 
@@ -35,8 +36,8 @@ namespace purgatory::detail {
 template <class Handler, Refusal R = Refusal::thrown>
 class OutcomeWait {
  public:
-  OutcomeWait(Handler handler, CompletionMemory memory)
-      : completion_(std::move(handler), std::move(memory)) {}
+  OutcomeWait(Handler handler, CompletionMemory memory, const DefaultExecutor& fallback)
+      : completion_(std::move(handler), std::move(memory), fallback) {}
 
   AsyncCompletion<Handler>& completion() noexcept { return completion_; }
 
@@ -126,7 +127,8 @@ struct InitiateWatch {
                   const WatchKeys<Key>& keys, CompletionMemory* reserved) const {
     using Wait = OutcomeWait<std::decay_t<Handler>, R>;
     const std::shared_ptr<Wait> wait =
-        make_wait<Wait, R>(std::forward<Handler>(handler), reserved, Outcome::pending);
+        make_wait<Wait, R>(std::forward<Handler>(handler), reserved,
+                           default_completion_executor(purgatory->timer()), Outcome::pending);
     if (!wait) return;  // refused out of memory: the handler has the exception
     try {
       // Everything that may fail comes before the watch: once watched, the outcome must reach
@@ -149,36 +151,6 @@ struct InitiateWatch {
       return;
     }
     wait->completion().accepted();  // outstanding work from here: a refusal leaves none behind
-  }
-};
-
-// async_wait_outcome(): the same wait for an operation watched already.
-template <Refusal R>
-struct InitiateOutcomeWait {
-  template <class Handler>
-  void operator()(Handler&& handler, const OperationRef& op, StopToken stop,
-                  CompletionMemory* reserved) const {
-    using Wait = OutcomeWait<std::decay_t<Handler>, R>;
-    const std::shared_ptr<Wait> wait =
-        make_wait<Wait, R>(std::forward<Handler>(handler), reserved, Outcome::pending);
-    if (!wait) return;
-    try {
-      auto relay = std::make_unique<OutcomeRelay<std::decay_t<Handler>, R>>(wait);
-      if (OperationAccess::has_listener(*op)) {
-        throw std::logic_error("async_wait_outcome: the operation already has a listener");
-      }
-      // Held before the requests are routed: a stop already requested cancels it right here.
-      wait->hold(op);
-      if (!wait->completion().watch_cancellation(wait, &Wait::request_cancel, std::move(stop))) {
-        wait->release();  // nothing can cancel it
-      }
-      OperationAccess::listen(*op, std::move(relay));
-    } catch (...) {
-      wait->release();
-      refuse<R>(*wait);
-      return;
-    }
-    wait->completion().accepted();  // outstanding work from here (a refusal leaves none behind)
   }
 };
 

@@ -2,8 +2,7 @@
 //
 // A watched operation has one WatchNode per key. A node is linked into the WatchList of its key (a
 // purgatory-owned entry of a sharded key map), so completing an operation unlinks its nodes in
-// O(keys) under the shard locks: nothing stays referenced from the other keys until a purge
-// (KAFKA-19389, KAFKA-19763).
+// O(keys) under the shard locks: nothing stays referenced from the other keys until a purge.
 //
 // The first key's node is part of the operation (a base class of DelayedOperation: the operation
 // is found from it by a cast, so the node stores no pointer to it). The nodes of further keys are

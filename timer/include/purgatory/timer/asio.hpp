@@ -16,6 +16,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
 
 #include "purgatory/timer/detail/asio_driver.hpp"
 #include "purgatory/timer/executor.hpp"
@@ -62,9 +63,17 @@ class AsioTimer final : public SystemTimer {
       : AsioTimer(io.get_executor(), std::move(options)) {}
   /// A timer on `executor` (an io_context's, a strand, any executor of one).
   explicit AsioTimer(const boost::asio::any_io_executor& executor, TimerOptions options = {})
-      : SystemTimer(on_executor(executor, std::move(options))), driver_(executor, *this) {}
+      : SystemTimer(on_executor(executor, std::move(options))),
+        executor_(executor),
+        driver_(executor, *this) {}
   /// Stops driving, then closes the timer (its pending tasks are dropped, none runs).
   ~AsioTimer() override { driver_.stop(); }
+
+  /// The executor its tasks run on, and where async_wait() and async_watch() complete a handler
+  /// that has no associated executor of its own (as an Asio I/O object's handlers do).
+  [[nodiscard]] const boost::asio::any_io_executor& get_executor() const noexcept {
+    return executor_;
+  }
 
  private:
   static TimerOptions on_executor(const boost::asio::any_io_executor& executor,
@@ -84,27 +93,19 @@ class AsioTimer final : public SystemTimer {
     return options;
   }
 
+  boost::asio::any_io_executor executor_;
   detail::AsioClockDriver driver_;
 };
 
-/// Version 0.1's driver of a SystemTimer made with Driver::external and an AsioExecutor: AsioTimer
-/// is both in one object, and needs no reset at shutdown.
-class [[deprecated("use AsioTimer")]] AsioDriver {
- public:
-  /// Starts driving `timer` from `executor`. Throws std::invalid_argument if the timer's clock is
-  /// not a SteadyClock.
-  AsioDriver(boost::asio::any_io_executor executor, SystemTimer & timer)
-      : driver_(std::make_unique<detail::AsioClockDriver>(std::move(executor), checked(timer))) {}
-
- private:
-  static SystemTimer& checked(SystemTimer & timer) {
-    if (dynamic_cast<const SteadyClock*>(&timer.clock()) == nullptr) {
-      throw std::invalid_argument(
-          "AsioDriver: the timer must use SteadyClock (steady_timer waits on steady_clock)");
-    }
-    return timer;
+namespace detail {
+// Where async_wait() and async_watch() post a handler without an associated executor: the
+// timer's executor if it is an AsioTimer, else the system executor (a thread of Asio's).
+inline boost::asio::any_io_executor default_completion_executor(const SystemTimer& timer) {
+  if (const auto* asio_timer = dynamic_cast<const AsioTimer*>(&timer)) {
+    return asio_timer->get_executor();
   }
-  std::unique_ptr<detail::AsioClockDriver> driver_;
-};
+  return boost::asio::system_executor();
+}
+}  // namespace detail
 
 }  // namespace purgatory

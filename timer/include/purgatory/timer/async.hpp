@@ -14,13 +14,14 @@
 /// back task is dropped). Exactly one completion per wait. The handler is posted to its associated
 /// executor, never run inside the initiating call nor on the timer's threads, and a pending wait
 /// is outstanding work of that executor (io_context::run() does not return while a wait bound to
-/// it is pending; a plain lambda's executor is the system executor, which keeps no io_context
-/// busy). A refused wait takes no work.
+/// it is pending). A handler with no associated executor (a plain lambda) completes, as an Asio I/O
+/// object's does, on the timer's executor when the timer is an AsioTimer (its io_context's thread),
+/// and otherwise on the system executor (a thread of Asio's own). A refused wait takes no work.
 ///
 /// Cancelling, as in Asio: emit the cancellation slot associated with the handler
 /// (bind_cancellation_slot, a co_spawn'ed coroutine's cancellation state, parallel_group, the
 /// awaitable operators); every cancellation type is supported. Or pass a std::stop_token before
-/// the completion token, where the standard library has `<stop_token>` (libstdc++; not libc++ 14).
+/// the completion token, where the standard library has `<stop_token>`.
 /// A request that comes once the task started running changes nothing: the wait succeeds.
 ///
 /// Out of memory: async_wait() throws std::bad_alloc (with use_awaitable, at the co_await). Once

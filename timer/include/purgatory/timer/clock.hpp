@@ -37,9 +37,6 @@ class PURGATORY_TIMER_EXPORT ClockWaiter {
 };
 }  // namespace detail
 
-/// Version 0.1's name; an implementation detail now.
-using ClockWaiter [[deprecated("an implementation detail of SystemTimer")]] = detail::ClockWaiter;
-
 /// A monotonic time source. Implementations are thread-safe.
 class PURGATORY_TIMER_EXPORT Clock {
  public:

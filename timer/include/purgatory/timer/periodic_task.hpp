@@ -114,11 +114,6 @@ class CallablePeriodicTask final : public PeriodicTask {
 };
 }  // namespace detail
 
-/// Version 0.1's name of the task make_periodic() builds.
-template <class F>
-using CallablePeriodicTask [[deprecated("use make_periodic(callable)")]] =
-    detail::CallablePeriodicTask<F>;
-
 /// make_periodic(callable): a PeriodicTask calling `f`; start() it on a timer.
 template <TaskFunction F>
 Ref<PeriodicTask> make_periodic(F&& f) {

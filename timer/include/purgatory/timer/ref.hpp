@@ -8,17 +8,12 @@
 #include <functional>
 #include <utility>
 
-#include <boost/smart_ptr/intrusive_ptr.hpp>
-
 namespace purgatory {
 
 /// A class whose pointers convert to `To*` (itself, or a class derived from To): a Ref to it
 /// converts to a Ref<To>.
 template <class From, class To>
 concept PointerConvertibleTo = std::convertible_to<From*, To*>;
-/// A class that pointers to `From` convert to (From itself, or a base of From).
-template <class To, class From>
-concept PointerConvertibleFrom = std::convertible_to<From*, To*>;
 
 /// Shared ownership of an object that carries its own reference count: a TimerTask, a
 /// DelayedOperation, or a class derived from either. make_task(), make_periodic() and
@@ -93,18 +88,6 @@ class Ref {
   /// Orders Refs by address (for ordered containers).
   friend std::strong_ordering operator<=>(const Ref& a, const Ref& b) noexcept {
     return std::compare_three_way{}(a.get(), b.get());
-  }
-
-  /// Version 0.1 handed out boost::intrusive_ptr: a Ref converts from one and to one.
-  template <PointerConvertibleTo<T> U>
-  [[deprecated("use purgatory::Ref")]] Ref(  // NOLINT(google-explicit-constructor)
-      const boost::intrusive_ptr<U>& other) noexcept
-      : Ref(other.get()) {}
-  /// As above: to boost::intrusive_ptr.
-  template <PointerConvertibleFrom<T> U>
-  [[deprecated("use purgatory::Ref")]] operator boost::intrusive_ptr<U>()  // NOLINT
-      const noexcept {
-    return boost::intrusive_ptr<U>(object_);
   }
 
  private:

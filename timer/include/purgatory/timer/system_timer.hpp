@@ -59,16 +59,15 @@ class PURGATORY_TIMER_EXPORT TimerRejected : public std::runtime_error {
 /// A hierarchical timing wheel: add() and cancel() are O(1) and allocate nothing (the first task
 /// needing a wheel level never used before allocates that level). Deadlines are rounded up to the
 /// tick: a task never runs early, and runs within one tick of its deadline, executor delay aside.
-/// The driver (the reaper thread, AsioTimer, or you calling advance_clock()) sleeps until the next
-/// non-empty bucket: an idle timer makes no wake-ups. No task runs inside the call that added it:
-/// one already due is expired by the driver's next pass (at once when it sleeps). docs/design.md
-/// explains the wheel, the bases and the ahead-of-time cascade.
+/// The driver (the reaper thread, AsioTimer, or your own loop through an ExternalDriver) sleeps
+/// until the next non-empty bucket: an idle timer makes no wake-ups. No task runs inside the call
+/// that added it: one already due is expired by the driver's next pass (at once when it sleeps).
+/// docs/design.md explains the wheel, the bases and the ahead-of-time cascade.
 ///
-/// Thread-safe: any member from any thread, including a task's run() (but not advance_clock()
-/// from a task an InlineExecutor runs inside advance_clock()). No lock is held while a task, the
-/// executor or a hook runs. Errors: std::invalid_argument naming the bad value; TimerRejected when
-/// the timer refuses an add(). Out of memory a call throws std::bad_alloc having changed nothing;
-/// no task is ever lost (close() and drain() never throw).
+/// Thread-safe: any member from any thread, including a task's run(). No lock is held while a
+/// task, the executor or a driver's wakeup runs. Errors: std::invalid_argument naming the bad
+/// value; TimerRejected when the timer refuses an add(). Out of memory a call throws std::bad_alloc
+/// having changed nothing; no task is ever lost (close() and drain() never throw).
 class PURGATORY_TIMER_EXPORT SystemTimer {
  public:
   /// Longest delay add() accepts: about 100 years, in every clock and tick configuration.
@@ -103,21 +102,6 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
     add_task_at(*task, deadline);
   }
 
-  /// Version 0.1's add(), taking boost::intrusive_ptr.
-  template <TimerTaskType T>
-  [[deprecated("use add(const Ref<T>&, Nanos)")]] void add(const boost::intrusive_ptr<T>& task,
-                                                           Nanos delay) {
-    if (!task) throw std::invalid_argument("SystemTimer::add: task is null");
-    add_task(*task, delay);
-  }
-  /// Version 0.1's add_at(), taking boost::intrusive_ptr.
-  template <TimerTaskType T>
-  [[deprecated("use add_at(const Ref<T>&, Nanos)")]] void add_at(
-      const boost::intrusive_ptr<T>& task, Nanos deadline) {
-    if (!task) throw std::invalid_argument("SystemTimer::add_at: task is null");
-    add_task_at(*task, deadline);
-  }
-
   /// Moves a pending task to `delay` from now, in place: O(1), no allocation (Linux mod_timer).
   /// True: it was pending here (in the wheel, or expired but not started) and now runs once, at
   /// the new deadline. False: it was not pending (never added, cancelled, or its run started) and
@@ -130,11 +114,6 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   /// Advances the timer itself, so it works with any driver. Must not be called from a task, nor
   /// from a thread the executor needs (an AsioTimer's io_context thread): it would wait max_wait.
   std::vector<TaskRef> drain(Nanos max_wait = Nanos::max());
-
-  /// Kafka's advanceClock: waits up to `max_wait` for the earliest bucket to come due, then hands
-  /// every task due by now to the executor, in batches. Returns whether any was due. max_wait <= 0
-  /// never blocks; Nanos::max() waits until something is due or close(). For external drivers.
-  bool advance_clock(Nanos max_wait);
 
   /// Tasks pending in the wheels (every base, each read under its lock: exact while nothing
   /// changes), due ones not yet handed to the executor included.
@@ -162,17 +141,9 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   [[nodiscard]] Nanos tick() const noexcept { return tick_; }
   /// TimerOptions::name.
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
-  /// How often a thread waiting in advance_clock() woke up; an idle timer's count does not move.
+  /// How often a driver's wait (the reaper thread's, ExternalDriver::advance_clock() with a
+  /// max_wait) woke up; an idle timer's count does not move.
   [[nodiscard]] std::uint64_t wakeups() const;
-
-  /// For external drivers: called with no lock held when an add() makes a task due before the
-  /// instant arm() last returned, and when a cancel() leaves a base empty (so that the driver arms
-  /// again, perhaps for nothing). One hook; set it before tasks are added. Must not throw (what
-  /// escapes goes to stderr).
-  void set_wakeup_hook(std::function<void()> hook);
-  /// For external drivers: the instant to sleep until (the earliest bucket, or the next step of an
-  /// ahead-of-time cascade), remembered for the wakeup hook; none when nothing is pending.
-  std::optional<Nanos> arm();
 
   /// What the wheels hold now, every base summed (see wheel_snapshot.hpp): tasks per level, and
   /// per bucket for the first `max_levels_with_buckets` levels. Reads counters under each base's
@@ -191,10 +162,29 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
     SystemTimer& timer;
   };
   void on_clock_advanced() noexcept;
+  // The external driver's calls, through detail::TimerAccess (external_driver.hpp).
+  void attach_driver(std::function<void()> wakeup);
+  void detach_driver() noexcept;
+  std::optional<Nanos> arm();
+  bool advance_clock(Nanos max_wait);
   bool cancel_scheduled(TimerTask& task, detail::TimerBase& base, std::uintptr_t place) noexcept;
   [[nodiscard]] std::int64_t expiration_for(std::int64_t now, std::int64_t delay) const;
   bool schedule(TimerTask& task, std::int64_t now, std::int64_t expiration, bool only_if_pending,
                 std::int64_t deadline = 0);
+  // schedule()'s steps (system_timer.cpp).
+  enum class Claim { won, lost, run_started };
+  [[nodiscard]] bool owns(const detail::TimerBase* b) const noexcept;
+  [[nodiscard]] detail::TimerBase* base_for(const TimerTask& task) const noexcept;
+  void check_accepting(std::int64_t now, std::int64_t expiration, std::int64_t deadline,
+                       const detail::TimerBase& base) const;
+  void catch_up(detail::TimingWheel& wheel, std::int64_t now) const noexcept;
+  void take_unit();
+  void give_back_unit() noexcept;
+  void unlink_scheduled(TimerTask& task, detail::TimerBase& base) const noexcept;
+  Claim claim(TimerTask& task, detail::TimerBase& base, std::uint64_t word,
+              bool only_if_pending) noexcept;
+  bool place(TimerTask& task, detail::TimerBase& base, std::int64_t expiration,
+             bool enters_wheel) noexcept;
   bool advance(Nanos max_wait, bool stop_when_drained, const std::int64_t* deadline = nullptr);
   void add_task(TimerTask& task, Nanos delay);
   void add_task_at(TimerTask& task, Nanos deadline);
@@ -237,7 +227,10 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   std::int64_t external_until_;
   std::uint64_t wake_requests_ = 0;
   std::uint64_t wakeups_ = 0;
-  std::function<void()> wakeup_hook_;
+  const bool external_;
+  std::function<void()> wakeup_hook_;  // set by attach_driver(), read while driver_attached_
+  std::atomic<bool> driver_attached_{false};
+  std::atomic<std::uint32_t> hook_calls_{0};  // calls of wakeup_hook_ under way
   std::atomic<std::uint32_t> next_start_{0};
   ClockHook clock_hook_{*this};
   std::thread reaper_;

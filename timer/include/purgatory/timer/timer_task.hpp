@@ -89,18 +89,16 @@ class PURGATORY_TIMER_EXPORT TimerTask {
   friend class detail::TimingWheel;
   friend struct detail::TimerAccess;
 
-  // The state = (sequence << 2) | phase. The sequence grows each time the task is handed to an
-  // executor, so a stale ExpiredTask can never claim a later run (no ABA).
+  // The timer's machinery (docs/design.md, "A task's state word"): word_ holds the state
+  // (sequence << 2 | phase) in its high half and the reference count in its low half, so that one
+  // atomic step changes both; place_ names the bucket or timer base holding the task.
   static constexpr std::uint32_t kIdle = 0;       // not in any timer
-  static constexpr std::uint32_t kScheduled = 1;  // in a bucket of its base (see place_)
-  static constexpr std::uint32_t kQueued = 2;     // expired; an ExpiredTask will run it
+  static constexpr std::uint32_t kScheduled = 1;  // in a bucket or due list of its base
+  static constexpr std::uint32_t kQueued = 2;     // expired; a job of an ExpiredBatch runs it
   static constexpr std::uint32_t phase_of(std::uint32_t s) noexcept { return s & 3U; }
   static constexpr std::uint32_t with_phase(std::uint32_t s, std::uint32_t p) noexcept {
     return (s & ~3U) | p;
   }
-
-  // word_ = (state << 32) | references. The state sits in the high half so that a change of
-  // state is an addition of (new - old) << 32 that wraps modulo 2^32 without touching the count.
   static constexpr std::uint64_t kOneRef = 1;
   static constexpr std::uint32_t state_of(std::uint64_t w) noexcept {
     return static_cast<std::uint32_t>(w >> 32);
@@ -118,42 +116,23 @@ class PURGATORY_TIMER_EXPORT TimerTask {
   [[nodiscard]] std::uint32_t state() const noexcept {
     return state_of(word_.load(std::memory_order_acquire));
   }
-
-  // auto_unlink: a bucket is striped over several lists and a task unlinks itself from whichever
-  // it is in, without knowing which.
-  using Hook = boost::intrusive::list_member_hook<
-      boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
-
-  mutable std::atomic<std::uint64_t> word_{make_word(kIdle, 0)};
-  Hook hook_;                    // guarded by its base's lock (or the owner of its bucket)
-  std::int64_t expiration_ = 0;  // wheel time of the run; guarded like hook_
-
-  // Where the task is, in one word: the bucket (TimerTaskList) holding it, or, while an add() is
-  // placing it or it is due at once, its timer base (kBaseTag set). The bucket knows its base
-  // (the wheel and lock of one of its SystemTimer's), so the base is not stored apart. kRetired
-  // is set unless that base holds the task now. The add() that takes the task out of idle or
-  // queued (one CAS of word_ to scheduled) stores its base, under that base's lock, just after
-  // the CAS; linking it into a bucket stores the bucket (same base); whoever takes a task out of
-  // scheduled (under its base's lock) marks the place retired before the state changes. So a
-  // scheduled task whose place reads retired is being placed by an add() that holds that base's
-  // lock: a cancel() or another add() yields and looks again. While the task is linked the word
-  // names its bucket (never retired, never a base); after it leaves one, it still names that
-  // bucket (or base), retired: the timer that last held it.
+  // place_'s tags: kRetired unless its base holds the task now; kBaseTag when it names a base.
   static constexpr std::uintptr_t kRetired = 1;
   static constexpr std::uintptr_t kBaseTag = 2;
   static constexpr std::uintptr_t kPlaceBits = kRetired | kBaseTag;
-  // The base holding the task now, or null while an add() is still storing it. Meaningful when
-  // the state read just before (acquire) was scheduled; confirm under that base's lock. Defined
-  // with SystemTimer (it reads the bucket).
-  [[nodiscard]] detail::TimerBase* holding_base() const noexcept;
-  // The base holding or last holding the task (null if it never was in a timer's wheel).
-  [[nodiscard]] detail::TimerBase* last_base() const noexcept;
+  [[nodiscard]] detail::TimerBase* holding_base() const noexcept;  // null while being stored
+  [[nodiscard]] detail::TimerBase* last_base() const noexcept;     // null if never in a timer
   [[nodiscard]] static detail::TimerBase* base_of_place(std::uintptr_t place) noexcept;
-  // The bucket holding the task. Only while it is linked (hook_.is_linked()).
-  [[nodiscard]] detail::TimerTaskList* bucket() const noexcept {
+  [[nodiscard]] detail::TimerTaskList* bucket() const noexcept {  // while linked
     return reinterpret_cast<detail::TimerTaskList*>(place_.load(std::memory_order_relaxed) &
                                                     ~kPlaceBits);
   }
+
+  using Hook = boost::intrusive::list_member_hook<
+      boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
+  mutable std::atomic<std::uint64_t> word_{make_word(kIdle, 0)};
+  Hook hook_;                    // guarded by its base's lock
+  std::int64_t expiration_ = 0;  // wheel time of the run; guarded like hook_
   std::atomic<std::uintptr_t> place_{kRetired};
 };
 
@@ -208,10 +187,5 @@ template <TaskFunction F>
 TaskRef make_task(F&& f) {
   return TaskRef(new detail::CallableTask<std::decay_t<F>>(std::forward<F>(f)));
 }
-
-/// Version 0.1's name of the task make_task(callable) builds.
-template <class F>
-using CallableTask [[deprecated("use make_task(callable); the type is an implementation detail")]] =
-    detail::CallableTask<F>;
 
 }  // namespace purgatory

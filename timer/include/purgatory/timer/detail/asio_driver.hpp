@@ -1,11 +1,12 @@
 // Internal to purgatory/timer/asio.hpp: drives a SystemTimer (Driver::external, SteadyClock) from
 // an Asio executor. Not for users.
 //
-// One steady_timer wait, on a strand, armed for the instant SystemTimer::arm() returns, and none
+// One steady_timer wait, on a strand, armed for the instant the timer's arm() returns, and none
 // while nothing is pending: so the driver keeps no work alive on an idle timer. The timer's wakeup
-// hook (an add() earlier than the armed instant, a cancel() that empties a base) posts a re-arm to
-// the strand. stop() detaches the driver from its timer: a pass already running finishes first
-// (it holds mu), later ones find no timer and disarm. The state lives on in the handlers still
+// (an add() earlier than the armed instant, a cancel() that empties a base) posts a re-arm to the
+// strand. It is the timer's one driver, as an ExternalDriver would be. stop() detaches the driver
+// from its timer: a pass already running finishes first (it holds mu), later ones find no timer
+// and disarm. The state lives on in the handlers still
 // queued, never touching the timer.
 #pragma once
 
@@ -23,6 +24,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "purgatory/timer/clock.hpp"
+#include "purgatory/timer/detail/timer_access.hpp"
 #include "purgatory/timer/system_timer.hpp"
 
 namespace purgatory::detail {
@@ -32,7 +34,7 @@ class AsioClockDriver {
   AsioClockDriver(boost::asio::any_io_executor executor, SystemTimer& timer)
       : state_(std::make_shared<State>(std::move(executor), timer)) {
     std::weak_ptr<State> weak = state_;
-    timer.set_wakeup_hook([weak] {
+    TimerAccess::attach_driver(timer, [weak] {
       if (const auto state = weak.lock()) State::post_rearm(state);
     });
     State::post_rearm(state_);
@@ -46,6 +48,7 @@ class AsioClockDriver {
     {
       const std::lock_guard<std::mutex> lock(state_->mu);
       if (state_->timer == nullptr) return;
+      TimerAccess::detach_driver(*state_->timer);
       state_->timer = nullptr;
     }
     try {
@@ -69,7 +72,7 @@ class AsioClockDriver {
       std::optional<Nanos> next;
       {
         const std::lock_guard<std::mutex> lock(mu);
-        if (timer != nullptr) next = timer->arm();
+        if (timer != nullptr) next = TimerAccess::arm(*timer);
       }
       if (!next) {
         if (armed) wait.cancel();
@@ -93,7 +96,7 @@ class AsioClockDriver {
           const std::lock_guard<std::mutex> lock(self->mu);
           if (self->timer == nullptr) return;
           try {
-            self->timer->advance_clock(Nanos::zero());
+            (void)TimerAccess::advance_clock(*self->timer, Nanos::zero());
           } catch (...) {
             failed = true;  // out of memory for a batch: what was not expired stays scheduled
           }

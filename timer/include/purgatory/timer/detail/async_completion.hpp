@@ -27,6 +27,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
 #include <boost/system/error_code.hpp>
 #if defined(BOOST_ASIO_HAS_CO_AWAIT)
 #include <boost/asio/awaitable.hpp>
@@ -125,15 +126,23 @@ void post_completion(const Executor& executor, CompletionMemory& memory, Handler
       boost::asio::post(*io, std::move(delivery));
       return;
     }
+    if (const auto* system = executor.template target<boost::asio::system_executor>()) {
+      boost::asio::post(*system, std::move(delivery));
+      return;
+    }
   }
   boost::asio::post(executor, std::move(delivery));
 }
 
+// The executor a completion handler with none of its own is posted to: the timer's io_context (an
+// AsioTimer's executor, as an Asio I/O object completes on its own), else the system executor.
+using DefaultExecutor = boost::asio::any_io_executor;
+
 // Makes the execution context of `handler`'s executor now if it is made on first use (the system
 // executor's, for use_future): the completion must not be the first to need it.
 template <class Handler>
-void prepare_executor(const Handler& handler) {
-  const auto executor = boost::asio::get_associated_executor(handler);
+void prepare_executor(const Handler& handler, const DefaultExecutor& fallback) {
+  const auto executor = boost::asio::get_associated_executor(handler, fallback);
   if constexpr (boost::asio::can_query<decltype(executor),
                                        boost::asio::execution::context_t>::value) {
     (void)boost::asio::query(executor, boost::asio::execution::context);
@@ -152,7 +161,8 @@ struct CancelRequest {
 };
 
 // The handler of one asynchronous operation, completed exactly once: the first complete() posts
-// handler(args...) to the handler's associated executor, later calls do nothing. From accepted()
+// handler(args...) to the handler's associated executor (`fallback` if it has none), later calls
+// do nothing. From accepted()
 // until then it holds outstanding work on that executor. Also owns the operation's cancellation
 // hooks. Thread-safe: complete(), accepted() and abandon() may race from any threads;
 // watch_cancellation() is called once, by the initiating call, before anything else can reach
@@ -161,9 +171,9 @@ template <class Handler>
 class AsyncCompletion {
  public:
   // `memory`: what the completion's post will use, set aside by the initiating call.
-  AsyncCompletion(Handler handler, CompletionMemory memory)
+  AsyncCompletion(Handler handler, CompletionMemory memory, const DefaultExecutor& fallback)
       : handler_(std::move(handler)),
-        executor_(boost::asio::get_associated_executor(handler_)),
+        executor_(boost::asio::get_associated_executor(handler_, fallback)),
         memory_(std::move(memory)) {}
   AsyncCompletion(const AsyncCompletion&) = delete;
   AsyncCompletion& operator=(const AsyncCompletion&) = delete;
@@ -245,7 +255,7 @@ class AsyncCompletion {
   }
 
  private:
-  using Executor = boost::asio::associated_executor_t<Handler>;
+  using Executor = boost::asio::associated_executor_t<Handler, DefaultExecutor>;
   using Work = boost::asio::executor_work_guard<Executor>;
 
   std::mutex mu_;                  // orders accepted() against complete() and abandon()
@@ -276,14 +286,14 @@ enum class Refusal {
 // error_code(), refusal...) with the memory reserved and returns null.
 template <class Wait, Refusal R, class Handler, class... RefusalArgs>
 std::shared_ptr<Wait> make_wait(Handler&& handler, CompletionMemory* reserved,
-                                RefusalArgs... refusal) {
+                                const DefaultExecutor& fallback, RefusalArgs... refusal) {
   CompletionMemory memory = reserved != nullptr ? std::move(*reserved) : CompletionMemory();
   try {
-    prepare_executor(handler);
-    return std::make_shared<Wait>(std::forward<Handler>(handler), std::move(memory));
+    prepare_executor(handler, fallback);
+    return std::make_shared<Wait>(std::forward<Handler>(handler), std::move(memory), fallback);
   } catch (...) {  // before the handler moved: make_shared allocates first
     if constexpr (R == Refusal::completed) {
-      post_completion(boost::asio::get_associated_executor(handler), memory,
+      post_completion(boost::asio::get_associated_executor(handler, fallback), memory,
                       std::forward<Handler>(handler), std::current_exception(),
                       boost::system::error_code(), refusal...);
       return nullptr;

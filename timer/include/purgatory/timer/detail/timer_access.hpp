@@ -1,5 +1,10 @@
-// Internal: what the purgatory needs of a SystemTimer beyond its public API. Not for users.
+// Internal: what the purgatory and the drivers (ExternalDriver, AsioTimer's) need of a SystemTimer
+// beyond its public API. Not for users.
 #pragma once
+
+#include <functional>
+#include <optional>
+#include <utility>
 
 #include "purgatory/timer/clock.hpp"
 #include "purgatory/timer/system_timer.hpp"
@@ -12,6 +17,16 @@ struct TimerAccess {
   // (a DelayedOperation's timeout: its TimerTask base is private).
   static void add_at(SystemTimer& timer, TimerTask& task, Nanos deadline) {
     timer.add_task_at(task, deadline);
+  }
+
+  // The external driver's calls (external_driver.hpp states their contract).
+  static void attach_driver(SystemTimer& timer, std::function<void()> wakeup) {
+    timer.attach_driver(std::move(wakeup));
+  }
+  static void detach_driver(SystemTimer& timer) noexcept { timer.detach_driver(); }
+  static std::optional<Nanos> arm(SystemTimer& timer) { return timer.arm(); }
+  static bool advance_clock(SystemTimer& timer, Nanos max_wait) {
+    return timer.advance_clock(max_wait);
   }
 };
 

@@ -13,6 +13,7 @@
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
 
+#include "purgatory/timer/asio.hpp"
 #include "purgatory/timer/clock.hpp"
 #include "purgatory/timer/detail/async_completion.hpp"
 #include "purgatory/timer/detail/race_point.hpp"
@@ -26,8 +27,8 @@ namespace purgatory::detail {
 template <class Handler, Refusal R>
 class TimerWait {
  public:
-  TimerWait(Handler handler, CompletionMemory memory)
-      : completion_(std::move(handler), std::move(memory)) {}
+  TimerWait(Handler handler, CompletionMemory memory, const DefaultExecutor& fallback)
+      : completion_(std::move(handler), std::move(memory), fallback) {}
 
   AsyncCompletion<Handler>& completion() noexcept { return completion_; }
 
@@ -117,7 +118,8 @@ struct InitiateTimerWait {
                   CompletionMemory* reserved) const {
     using Wait = TimerWait<std::decay_t<Handler>, R>;
     using Task = TimerWaitTask<std::decay_t<Handler>, R>;
-    const std::shared_ptr<Wait> wait = make_wait<Wait, R>(std::forward<Handler>(handler), reserved);
+    const std::shared_ptr<Wait> wait = make_wait<Wait, R>(std::forward<Handler>(handler), reserved,
+                                                          default_completion_executor(*timer));
     if (!wait) return;  // refused out of memory: the handler has the exception
     wait->completion().watch_cancellation(wait, &Wait::request_cancel, std::move(stop));
     Ref<Task> task;
