@@ -432,4 +432,66 @@ TEST_CASE("asio.hpp: with deferred, the watch happens when the deferred operatio
 }
 
 }  // namespace
+TEST_CASE(
+    "asio.hpp: a plain-lambda handler (no associated executor) on an AsioTimer's one-thread "
+    "io_context runs on that thread before io.run() returns: completed by a check, expired, and "
+    "completed by the watch's first try") {
+  asio::io_context io;
+  AsioTimer timer(io);
+  DelayedOperationPurgatory<int> waits(timer);
+  struct Seen {
+    int calls = 0;
+    Outcome outcome = Outcome::pending;
+    std::thread::id thread;
+  };
+  Seen checked, expired, at_once;
+  auto plain = [](Seen& seen) {
+    return [&seen](boost::system::error_code, Outcome o) {
+      ++seen.calls;
+      seen.outcome = o;
+      seen.thread = std::this_thread::get_id();
+    };
+  };
+  auto by_check = mock(1h);
+  waits.async_watch(by_check, 1, plain(checked));
+  waits.async_watch(mock(5ms), 2, plain(expired));
+  auto ready = mock(1h);
+  ready->completable = true;
+  waits.async_watch(ready, 3, plain(at_once));
+  asio::post(io, [&] {
+    by_check->completable = true;
+    CHECK(waits.check_and_complete(1) == 1);
+  });
+  CHECK(checked.calls + expired.calls + at_once.calls == 0);  // never inside async_watch()
+  (void)io.run_for(30s);
+  CHECK(io.stopped());  // returned by itself: nothing left pending
+  for (const Seen* seen : {&checked, &expired, &at_once}) {
+    CHECK(seen->calls == 1);
+    CHECK(seen->thread == std::this_thread::get_id());
+  }
+  CHECK(checked.outcome == Outcome::completed);
+  CHECK(expired.outcome == Outcome::expired);
+  CHECK(at_once.outcome == Outcome::completed);
+}
+
+TEST_CASE(
+    "asio.hpp: a plain-lambda handler on a purgatory whose timer is not an AsioTimer completes "
+    "on the system executor, on a thread that is not the completer's, exactly once") {
+  ManualPurgatory<int> p;
+  std::promise<std::thread::id> ran;
+  auto ran_on = ran.get_future();
+  std::atomic<int> calls{0};
+  auto op = mock(1h);
+  p.purgatory.async_watch(op, 1, [&](boost::system::error_code ec, Outcome o) {
+    CHECK(!ec);
+    CHECK(o == Outcome::completed);
+    if (calls.fetch_add(1) == 0) ran.set_value(std::this_thread::get_id());
+  });
+  op->completable = true;
+  CHECK(p.purgatory.check_and_complete(1) == 1);
+  REQUIRE(ran_on.wait_for(30s) == std::future_status::ready);
+  CHECK(ran_on.get() != std::this_thread::get_id());
+  CHECK(calls.load() == 1);
+}
+
 }  // namespace purgatory::test

@@ -25,6 +25,8 @@
 #endif
 #include <doctest/doctest.h>
 
+#include "purgatory/timer/asio.hpp"
+
 #include "async_test_support.hpp"
 #include "race_schedule.hpp"
 #include "seeded_rounds.hpp"
@@ -487,4 +489,25 @@ TEST_CASE(
   io.run();  // returns only once the handler ran
   CHECK(bound_called.load());
   timer.close();
+}
+
+TEST_CASE(
+    "async.hpp: a plain-lambda handler (no associated executor) of async_wait() on an AsioTimer's "
+    "one-thread io_context runs on that thread before io.run() returns") {
+  boost::asio::io_context io;
+  AsioTimer timer(io);
+  int calls = 0;
+  boost::system::error_code got = boost::asio::error::operation_aborted;
+  std::thread::id thread;
+  async_wait(timer, 5ms, [&](boost::system::error_code ec) {
+    ++calls;
+    got = ec;
+    thread = std::this_thread::get_id();
+  });
+  CHECK(calls == 0);  // never inside async_wait()
+  (void)io.run_for(30s);
+  CHECK(io.stopped());
+  CHECK(calls == 1);
+  CHECK(!got);
+  CHECK(thread == std::this_thread::get_id());
 }
