@@ -167,14 +167,16 @@ TEST_CASE(
       soon.push_back(purgatory::make_task<CountingTask>());
       m.timer.add(soon.back(), std::chrono::milliseconds(5 + i));
       late.push_back(purgatory::make_task<CountingTask>());
-      m.timer.add(late.back(), 10s);
+      m.timer.add(late.back(), 24h);
     }
   }
   std::atomic<bool> stop{false};
   std::thread clock_mover([&] {
-    // Up to 1 s of the timer's time: past the drain's 100 ms, short of the late tasks' 10 s, even
-    // where a 100 us sleep returns at once (Windows).
-    for (int ms = 0; ms < 1000 && !stop.load(); ++ms) {
+    // Moves the timer's time until drain() returns, with no bound of its own: a mover that stops
+    // after a fixed distance can finish before drain() reads the clock, and then the drain's
+    // deadline is never reached (seen under Wine with both cores busy). The late tasks are 24 h
+    // out, further than this loop gets in any run.
+    while (!stop.load()) {
       m.clock.advance(1ms);
       std::this_thread::sleep_for(100us);
     }
