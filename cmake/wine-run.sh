@@ -38,4 +38,25 @@ fi
     "$wine" wineboot </dev/null >/dev/null 2>&1 9>&- || true
   fi
 ) 9>"$WINEPREFIX.lock"
-exec "$wine" "$@"
+# The program's output goes through as it comes (a hang keeps what it printed); what it exits with
+# is reported when it fails, and a failure with no output at all is told apart: a test program
+# always prints doctest's summary, so silence means Wine did not start it (or it died before
+# main), not that a test failed.
+log=$(mktemp)
+status=$(mktemp)
+trap 'rm -f "$log" "$status"' EXIT
+{
+  rc=0
+  "$wine" "$@" 2>&1 || rc=$?
+  echo "$rc" >"$status"
+} | tee "$log"
+rc=$(cat "$status")
+if [ "$rc" -ne 0 ]; then
+  if [ -s "$log" ]; then
+    echo "wine-run: $(basename "$1") exited with status $rc" >&2
+  else
+    echo "wine-run: $(basename "$1") exited with status $rc and wrote nothing:" \
+      "Wine failed to start it or it died before main (not a test failure)" >&2
+  fi
+fi
+exit "$rc"
