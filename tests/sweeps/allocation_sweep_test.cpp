@@ -33,7 +33,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
-#if defined(BOOST_ASIO_HAS_CO_AWAIT)  // not with clang 14 and Boost 1.74 (the TSan build)
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)  // not with clang 14 (the TSan build)
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
