@@ -2,8 +2,9 @@
 """Fails when docs/contracts.md quotes a promise that its header does not say word for word.
 Each text in "double quotes" in a table's promise column must appear in the file its section is
 named after (`### system_timer.hpp` -> the public header of that name; `### timer/src/x.hpp
-(internal)` -> that file; `## version.hpp` -> cmake/version.hpp.in; `## README.md` -> README.md), after whitespace and the `///` / `//` comment
-markers at the start of each line are folded away, so a quote may cross the header's line breaks.
+(internal)` -> that file; `## version.hpp` -> cmake/version.hpp.in; `## README.md` -> README.md),
+after whitespace, markdown's backquotes and the `///` / `//` comment markers at the start of each
+line are folded away, so a quote may cross the header's line breaks.
 `...` inside a quote marks words left out: each piece between them must appear, in order.
 A paraphrase carries no quotes. Usage: check_contract_quotes.py <repository root>."""
 import pathlib
