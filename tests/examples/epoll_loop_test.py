@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+from polling import eventually  # tests/examples/polling.py
+
 SERVER = sys.argv[1]
 server = subprocess.Popen([SERVER], stdout=subprocess.PIPE, text=True)
 failures = []
@@ -65,15 +67,6 @@ class Client:
 def stats(client):
     words = client.ask("STATS").split()
     return {words[i]: int(words[i + 1]) for i in range(1, len(words) - 1, 2)}
-
-
-def eventually(condition, limit=10.0):
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def cpu_seconds(pid):
