@@ -197,7 +197,8 @@ struct Server {
       }
     } else if (const auto it = conns.find(fd); it != conns.end()) {
       Conn& c = *it->second;
-      if ((event.events & (EPOLLHUP | EPOLLERR)) || (c.parked() && (event.events & EPOLLRDHUP))) {
+      const bool reading = (c.events & EPOLLIN) != 0;  // else EPOLLRDHUP alone says it hung up
+      if ((event.events & (EPOLLHUP | EPOLLERR)) || (!reading && (event.events & EPOLLRDHUP))) {
         return hang_up(c);
       }
       if (event.events & EPOLLIN) {
@@ -300,10 +301,11 @@ struct Server {
         conns.erase(it);
         continue;
       }
-      // Not read while parked (EPOLLRDHUP still reports a hang-up); EPOLLOUT while output waits.
-      const std::uint32_t events = (stopping ? 0U : EPOLLRDHUP) |
-                                   (c.parked() || stopping ? 0U : EPOLLIN) |
-                                   (c.out.empty() ? 0U : EPOLLOUT);
+      // Read only with no WAIT parked and no answer unwritten (a client that does not read its
+      // answers is not read: its buffers stay bounded); EPOLLRDHUP still reports a hang-up.
+      const bool input = !c.parked() && c.out.empty() && !stopping;
+      const std::uint32_t events =
+          (stopping ? 0U : EPOLLRDHUP) | (input ? EPOLLIN : 0U) | (c.out.empty() ? 0U : EPOLLOUT);
       if (events != std::exchange(c.events, events)) watch(c.fd, EPOLL_CTL_MOD, events);
     }
     touched.clear();

@@ -3,8 +3,8 @@
 completed by a SET (each answered once, with the value), waits that expire (never before their
 timeout, and the loop sleeps meanwhile), clients that hang up mid-wait (the server withdraws their
 waits: STATS says cancelled, and a later SET completes none), bad lines answered ERR on a
-connection that goes on serving, and SIGTERM with waits parked (each answered SHUTTING_DOWN, exit
-status 0). Each case counts its answers: after the answers it expects, a STATS on the same
+connection that goes on serving, 20,000 pipelined lines answered in order, and SIGTERM with waits
+parked (each answered SHUTTING_DOWN, exit status 0). Each case counts its answers: after the answers it expects, a STATS on the same
 connection must come next, so no extra answer hides behind them. Loopback only; the server is
 stopped by this script, every socket has a timeout and the run is bounded in time.
 Usage: epoll_loop_test.py <epoll_loop binary>."""
@@ -14,6 +14,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 from polling import eventually  # tests/examples/polling.py
@@ -175,6 +176,21 @@ try:
     check(got == "ERR line longer than 1024 bytes" and bad.line().startswith("STATS ")
           and bad.next_is_stats(),
           f"a 4000-byte line sent in two pieces answered {got!r} once, then a CRLF line served")
+    # Pipelining: 20,000 lines sent in one stream by a thread that never waits for answers (the
+    #    server reads 4 KiB at a time, so lines arrive cut in two) get 20,000 answers, in order.
+    flood = Client()
+    sender = threading.Thread(target=flood.send, args=("SET flood v\nSTATS\n" * 10_000,))
+    sender.start()
+    answers = [flood.line() for _ in range(20_000)]
+    sender.join(timeout=30)
+    in_order = all(a == "OK 0" for a in answers[0::2]) and all(
+        a.startswith("STATS waiting 0 ") for a in answers[1::2])
+    check(in_order and flood.next_is_stats(),
+          f"20,000 pipelined lines answered in order, each once "
+          f"({sum(a == 'OK 0' for a in answers)} OK, "
+          f"{sum(a.startswith('STATS ') for a in answers)} STATS)")
+    flood.close()
+
     counters = stats(admin)
     check(counters["waiting"] == 0 and counters["completed"] == 51 and counters["expired"] == 4
           and counters["cancelled"] == 3, f"counters: {counters}")
