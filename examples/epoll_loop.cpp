@@ -7,11 +7,11 @@
 //   SET <key> <v>             completes every WAIT parked on <key>: "OK <how many>"
 //   STATS                     "STATS waiting W completed C expired E cancelled X shut_down S"
 //
-// One answer line per line, in order: a connection is not read while its WAIT is parked, but a
-// client that hangs up (or closes its side) withdraws its WAIT at once. A bad line gets
-// "ERR <what is wrong>". `epoll_loop [--port N]` serves on 127.0.0.1:N (0, the default: the OS
-// picks; the first line printed says which). SIGINT/SIGTERM: every parked WAIT answers
-// "SHUTTING_DOWN", connections close once written to (2 s at most), exit status 0.
+// One answer line per line, in order: a connection is not read while its WAIT is parked (or its
+// answers wait), but a client that hangs up (or closes its side) withdraws its WAIT at once. A
+// bad line gets "ERR <what is wrong>". `epoll_loop [--port N]` serves on 127.0.0.1:N (0, the
+// default: the OS picks; the first line printed says which). SIGINT/SIGTERM: every parked WAIT
+// answers "SHUTTING_DOWN", connections close once written to (2 s at most), exit status 0.
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
