@@ -14,6 +14,8 @@ import sys
 import threading
 import time
 
+from polling import eventually  # tests/examples/polling.py
+
 SERVER = sys.argv[1]
 CURL = shutil.which("curl")
 if CURL is None:
@@ -67,15 +69,6 @@ def curl_in_background(*args):
 def stats():
     return {name: int(value) for name, value in
             (line.split() for line in curl(f"{BASE}/stats").splitlines())}
-
-
-def eventually(condition, limit=10.0):
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def logged(text):

@@ -5,13 +5,15 @@
 /// @code
 ///   purgatory::SystemTimer timer({.executor = std::make_shared<purgatory::InlineExecutor>(),
 ///                                 .driver = purgatory::TimerOptions::Driver::external});
-///   purgatory::ExternalDriver driver(timer, [fd] { eventfd_write(fd, 1); });
+///   purgatory::ExternalDriver driver(timer, [fd] { eventfd_write(fd, 1); });  // fd in the set
 ///   for (;;) {
 ///     const int n = epoll_wait(ep, events, 64, driver.timeout_ms());  // -1: nothing pending
-///     // ... the ready descriptors: their handlers add and cancel timer tasks ...
+///     // ... the ready descriptors: the eventfd is read (emptied); handlers add and cancel ...
 ///     driver.advance_clock();  // every task due now runs here, on this thread
 ///   }
 /// @endcode
+///
+/// examples/epoll_loop.cpp is a complete server built this way.
 #pragma once
 
 #include <chrono>
@@ -34,17 +36,24 @@ class AsioTimer;
 ///
 /// The protocol, on the loop's thread, once per iteration:
 ///   1. arm() (or timeout_ms()): the instant to wake at, remembered by the timer;
-///   2. sleep until then, or until `wakeup` is called, or until your own I/O is ready;
+///   2. sleep until then, or until `wakeup` is called, or until your own I/O is ready; then
+///      handle that I/O (its handlers may add and cancel tasks: they are seen at step 1);
 ///   3. advance_clock(): the due tasks, in deadline order, batch by batch.
 /// Any thread may meanwhile add() and cancel() tasks. When an add() makes a task due before the
 /// instant the last arm() returned (or a cancel() empties a timer base, so the loop may sleep
-/// longer), the timer calls `wakeup`, on the thread that made the call, with no lock held: write
-/// to the eventfd or pipe your wait watches, so that the loop goes round again (step 1). A loop
-/// that never sleeps longer than a task's deadline needs no `wakeup`.
+/// longer), the timer calls `wakeup`, on the thread that made the call, with no lock held: the
+/// loop's own thread too (a handler's add, a task's add inside advance_clock()), which costs one
+/// spare iteration. `wakeup` may come between step 1 and the sleep, so it must leave a state the
+/// sleep sees when it begins: write to an eventfd or pipe the wait watches (a flag the wait
+/// cannot watch would be missed there). Empty it when the wait reports it, before the next step
+/// 1: emptied after step 1, a wakeup in between would be lost. A loop that adds and cancels only
+/// on its own thread, or never sleeps past a task's deadline, needs no `wakeup`.
 ///
 /// One driver per timer, for its whole life or until the driver is destroyed; `wakeup` is fixed
-/// at construction. An AsioTimer drives itself: it takes no ExternalDriver (the constructor
-/// taking one is deleted, and through a SystemTimer& the constructor throws).
+/// at construction. Destroy the driver before what `wakeup` writes to (the eventfd): once the
+/// destructor returns, `wakeup` is never called again. An AsioTimer drives itself: it takes no
+/// ExternalDriver (the constructor taking one is deleted, and through a SystemTimer& the
+/// constructor throws std::invalid_argument).
 ///
 /// Thread-safe: every member may be called from any thread (arm() and advance_clock() are meant
 /// for the loop's thread: one remembered instant per timer). `wakeup` must not throw (what

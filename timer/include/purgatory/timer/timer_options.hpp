@@ -17,7 +17,7 @@ struct TimerOptions {
   /// Who advances the clock.
   enum class Driver {
     reaper_thread,  ///< the timer owns a thread that sleeps until the next bucket (Kafka's reaper)
-    external,       ///< someone else calls SystemTimer::advance_clock(): a test, or a driver
+    external,       ///< no thread: an ExternalDriver (your loop) or an AsioTimer advances it
   };
 
   std::string name = "timer";  ///< names the threads ("reaper-<name>") and error reports
