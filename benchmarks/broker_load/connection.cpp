@@ -6,7 +6,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
-#include "purgatory/broker/framing.hpp"
+#include "protocol/framing.hpp"
 
 namespace broker_load {
 

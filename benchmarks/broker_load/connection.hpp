@@ -19,7 +19,7 @@
 
 #include "failures.hpp"
 #include "load_stats.hpp"
-#include "purgatory/broker/codec.hpp"
+#include "protocol/codec.hpp"
 
 namespace broker_load {
 

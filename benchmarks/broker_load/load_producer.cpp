@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "load.hpp"
-#include "purgatory/broker/records.hpp"
+#include "protocol/records.hpp"
 
 namespace broker_load {
 

@@ -25,9 +25,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 
-#include "purgatory/broker/broker.hpp"
-#include "purgatory/broker/demo.hpp"
-#include "purgatory/broker/metrics_server.hpp"
+#include "demo/demo.hpp"
+#include "server/broker.hpp"
+#include "server/live_view.hpp"
 
 namespace pb = purgatory::broker;
 
@@ -164,10 +164,7 @@ int serve(pb::BrokerConfig config, const std::string& port_file, bool play_demo_
   std::fflush(stdout);
   if (play_demo_now) {
     // Through the page's own path, on the io thread, once it runs.
-    boost::asio::post(io, [&broker] {
-      pb::HttpRequest none;
-      (void)broker.handle_ui_demo_request(none);
-    });
+    boost::asio::post(io, [&broker] { (void)broker.live_view()->play_demo(); });
   }
   if (!port_file.empty()) {
     // Written whole to a temporary name and renamed, so a reader never sees half a number.

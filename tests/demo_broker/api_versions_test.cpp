@@ -1,4 +1,4 @@
-#include "purgatory/broker/api_versions.hpp"
+#include "protocol/api_versions.hpp"
 
 #include <algorithm>
 

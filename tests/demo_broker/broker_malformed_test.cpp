@@ -2,7 +2,7 @@
 // connection. Every one must end with a log line and that connection closed (or an error code,
 // where Kafka answers one), while the broker keeps serving everyone else and loses nothing it
 // had appended. Under ASan this also proves no bad read or huge allocation happens on the way.
-#include "purgatory/broker/broker.hpp"
+#include "server/broker.hpp"
 
 #include <chrono>
 #include <functional>
@@ -13,9 +13,9 @@
 #include <doctest/doctest.h>
 
 #include "broker_test_util.hpp"
-#include "purgatory/broker/broker_runner.hpp"
-#include "purgatory/broker/client.hpp"
-#include "purgatory/broker/record_batch.hpp"
+#include "demo/client.hpp"
+#include "protocol/record_batch.hpp"
+#include "server/broker_runner.hpp"
 
 namespace pb = purgatory::broker;
 using pb::test::values;

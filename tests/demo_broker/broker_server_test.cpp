@@ -1,7 +1,7 @@
 // The demo broker end to end, in-process on a free loopback port, through the codec-based
 // Client: error codes, ordering, the fetch and produce purgatories, and disconnects. Real time is
 // used only where the purgatory's timing is the point, with generous upper bounds.
-#include "purgatory/broker/broker.hpp"
+#include "server/broker.hpp"
 
 #include <chrono>
 #include <string>
@@ -11,9 +11,9 @@
 #include <doctest/doctest.h>
 
 #include "broker_test_util.hpp"
-#include "purgatory/broker/broker_runner.hpp"
-#include "purgatory/broker/client.hpp"
-#include "purgatory/broker/record_batch.hpp"
+#include "demo/client.hpp"
+#include "protocol/record_batch.hpp"
+#include "server/broker_runner.hpp"
 
 namespace pb = purgatory::broker;
 using pb::test::values;

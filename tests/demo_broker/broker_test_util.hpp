@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
-#include "purgatory/broker/broker_config.hpp"
-#include "purgatory/broker/broker_runner.hpp"
-#include "purgatory/broker/client.hpp"
-#include "purgatory/broker/records.hpp"
+#include "demo/client.hpp"
+#include "protocol/records.hpp"
+#include "server/broker_config.hpp"
+#include "server/broker_runner.hpp"
 
 namespace purgatory::broker::test {
 

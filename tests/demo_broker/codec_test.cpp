@@ -1,4 +1,4 @@
-#include "purgatory/broker/codec.hpp"
+#include "protocol/codec.hpp"
 
 #include <stdexcept>
 

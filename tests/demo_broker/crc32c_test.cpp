@@ -1,4 +1,4 @@
-#include "purgatory/broker/crc32c.hpp"
+#include "protocol/crc32c.hpp"
 
 #include <string_view>
 

@@ -1,8 +1,8 @@
-#include "purgatory/broker/fetch.hpp"
+#include "protocol/fetch.hpp"
 
 #include <doctest/doctest.h>
 
-#include "purgatory/broker/records.hpp"
+#include "protocol/records.hpp"
 #include "test_util.hpp"
 
 namespace pb = purgatory::broker;

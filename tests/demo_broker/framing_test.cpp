@@ -1,4 +1,4 @@
-#include "purgatory/broker/framing.hpp"
+#include "protocol/framing.hpp"
 
 #include <array>
 

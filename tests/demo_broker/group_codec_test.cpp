@@ -1,12 +1,12 @@
 // The consumer-group apis of the codec: every version round-trips with every field it has,
 // requests match Kafka's layouts byte for byte, and what a version cannot say is refused.
-#include "purgatory/broker/join_group.hpp"
+#include "protocol/join_group.hpp"
 
 #include <stdexcept>
 
 #include <doctest/doctest.h>
 
-#include "purgatory/broker/consumer_protocol.hpp"
+#include "protocol/consumer_protocol.hpp"
 #include "test_util.hpp"
 
 namespace pb = purgatory::broker;

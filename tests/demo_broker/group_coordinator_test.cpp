@@ -3,7 +3,7 @@
 // purgatory (session expiry), and Kafka's errors for stale generations, unknown members and bad
 // joins. Time only moves when a test advances it, so every deadline is exact. Each test checks
 // the outcomes it caused are counted, and every parked JoinGroup/SyncGroup is answered once.
-#include "purgatory/broker/group_coordinator.hpp"
+#include "group/group_coordinator.hpp"
 
 #include <chrono>
 #include <memory>
@@ -14,7 +14,7 @@
 #include <doctest/doctest.h>
 
 #include "group_test_util.hpp"
-#include "purgatory/broker/consumer_protocol.hpp"
+#include "protocol/consumer_protocol.hpp"
 
 using namespace purgatory::broker::group_test;  // NOLINT(google-build-using-namespace)
 

@@ -2,7 +2,7 @@
 // codec-based Client: JoinGroup parks in the join purgatory, bad group requests get error codes
 // on a connection that stays open, and a client vanishing mid-rebalance does not stall its group.
 // Real time, with short timeouts and generous upper bounds.
-#include "purgatory/broker/group_coordinator.hpp"
+#include "group/group_coordinator.hpp"
 
 #include <chrono>
 #include <string>
@@ -12,9 +12,9 @@
 #include <doctest/doctest.h>
 
 #include "broker_test_util.hpp"
-#include "purgatory/broker/broker_runner.hpp"
-#include "purgatory/broker/client.hpp"
-#include "purgatory/broker/consumer_protocol.hpp"
+#include "demo/client.hpp"
+#include "protocol/consumer_protocol.hpp"
+#include "server/broker_runner.hpp"
 
 namespace pb = purgatory::broker;
 using Clock = std::chrono::steady_clock;

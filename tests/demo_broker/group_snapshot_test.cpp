@@ -2,7 +2,7 @@
 // snapshot() (each group's state, members, partitions, the heartbeat purgatory's session deadline
 // and the join purgatory's join-phase deadline, exact to the millisecond) and the outcome lines it
 // tells through GroupCoordinatorHooks::on_outcome, each told once.
-#include "purgatory/broker/group_snapshot.hpp"
+#include "group/group_snapshot.hpp"
 
 #include <string>
 #include <vector>

@@ -12,8 +12,8 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory/broker/consumer_protocol.hpp"
-#include "purgatory/broker/group_coordinator.hpp"
+#include "group/group_coordinator.hpp"
+#include "protocol/consumer_protocol.hpp"
 #include "purgatory/timer/executor.hpp"
 #include "purgatory/timer/external_driver.hpp"
 

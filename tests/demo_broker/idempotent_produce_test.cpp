@@ -1,7 +1,7 @@
 // Idempotent producers against the broker in-process, on a free loopback port: InitProducerId,
 // a produce request replayed byte for byte, sequence gaps, stale epochs, unknown producer ids,
 // transactions refused, and the produce-response fault a client retries through.
-#include "purgatory/broker/broker.hpp"
+#include "server/broker.hpp"
 
 #include <chrono>
 #include <functional>
@@ -11,9 +11,9 @@
 #include <doctest/doctest.h>
 
 #include "broker_test_util.hpp"
-#include "purgatory/broker/broker_runner.hpp"
-#include "purgatory/broker/client.hpp"
-#include "purgatory/broker/records.hpp"
+#include "demo/client.hpp"
+#include "protocol/records.hpp"
+#include "server/broker_runner.hpp"
 
 namespace pb = purgatory::broker;
 using pb::test::values;

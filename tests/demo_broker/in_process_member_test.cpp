@@ -3,7 +3,7 @@
 // expired by the heartbeat purgatory after its session, not before; a stopped one leaves at once;
 // one shares a group with another client and takes the partitions that client's leader gives it;
 // a refused one fails with the coordinator's error.
-#include "purgatory/broker/in_process_member.hpp"
+#include "group/in_process_member.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -13,8 +13,8 @@
 
 #include <doctest/doctest.h>
 
+#include "group/group_snapshot.hpp"
 #include "group_test_util.hpp"
-#include "purgatory/broker/group_snapshot.hpp"
 
 using namespace purgatory::broker::group_test;  // NOLINT(google-build-using-namespace)
 using Phase = pb::InProcessMember::Phase;

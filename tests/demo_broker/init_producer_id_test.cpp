@@ -1,4 +1,4 @@
-#include "purgatory/broker/init_producer_id.hpp"
+#include "protocol/init_producer_id.hpp"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "purgatory/broker/list_offsets.hpp"
+#include "protocol/list_offsets.hpp"
 
 #include <doctest/doctest.h>
 

@@ -3,7 +3,7 @@
 // followers so the high watermark moves on append). Sanitizers slow everything several-fold, so
 // there the bound is "well under max_wait_ms" (1000 ms); the 50 ms figure holds on Debug and
 // Release builds.
-#include "purgatory/broker/broker.hpp"
+#include "server/broker.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -13,8 +13,8 @@
 #include <doctest/doctest.h>
 
 #include "broker_test_util.hpp"
-#include "purgatory/broker/broker_runner.hpp"
-#include "purgatory/broker/client.hpp"
+#include "demo/client.hpp"
+#include "server/broker_runner.hpp"
 
 namespace pb = purgatory::broker;
 using Clock = std::chrono::steady_clock;

@@ -1,6 +1,6 @@
 // Hostile input: every malformed request must end in a DecodeError of the right kind, never a
 // crash, an out-of-bounds read (run under ASan) or a huge allocation.
-#include "purgatory/broker/codec.hpp"
+#include "protocol/codec.hpp"
 
 #include <array>
 #include <functional>
@@ -10,7 +10,7 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory/broker/records.hpp"
+#include "protocol/records.hpp"
 #include "test_util.hpp"
 
 namespace pb = purgatory::broker;

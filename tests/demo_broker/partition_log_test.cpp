@@ -1,11 +1,11 @@
 // PartitionLog: offsets, the high watermark as the slowest follower, what a fetch may read, and
 // retention. No sockets, no clock: every case runs in microseconds.
-#include "purgatory/broker/partition_log.hpp"
+#include "log/partition_log.hpp"
 
 #include <doctest/doctest.h>
 
-#include "purgatory/broker/record_batch.hpp"
-#include "purgatory/broker/records.hpp"
+#include "protocol/record_batch.hpp"
+#include "protocol/records.hpp"
 
 namespace pb = purgatory::broker;
 

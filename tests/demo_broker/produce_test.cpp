@@ -1,8 +1,8 @@
-#include "purgatory/broker/produce.hpp"
+#include "protocol/produce.hpp"
 
 #include <doctest/doctest.h>
 
-#include "purgatory/broker/records.hpp"
+#include "protocol/records.hpp"
 #include "test_util.hpp"
 
 namespace pb = purgatory::broker;

@@ -1,15 +1,15 @@
 // Idempotent producers in the partition log: ProducerStateTable's rules (Kafka's
 // ProducerStateManager without transactions) and PartitionLog appending or refusing a batch in
 // the same call that checks it. No sockets, no clock.
-#include "purgatory/broker/producer_state.hpp"
+#include "log/producer_state.hpp"
 
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
 
-#include "purgatory/broker/partition_log.hpp"
-#include "purgatory/broker/records.hpp"
+#include "log/partition_log.hpp"
+#include "protocol/records.hpp"
 
 namespace pb = purgatory::broker;
 

@@ -2,7 +2,7 @@
 // table gets a response in that version's layout; raw, hand-built frames for Metadata v5-v8 (what
 // clients pinned to Kafka 1.0-2.x send) and for ApiVersions, including a version from the future
 // answered per KIP-511.
-#include "purgatory/broker/api_versions.hpp"
+#include "protocol/api_versions.hpp"
 
 #include <algorithm>
 #include <string>
@@ -11,9 +11,9 @@
 #include <doctest/doctest.h>
 
 #include "broker_test_util.hpp"
-#include "purgatory/broker/broker_runner.hpp"
-#include "purgatory/broker/client.hpp"
-#include "purgatory/broker/records.hpp"
+#include "demo/client.hpp"
+#include "protocol/records.hpp"
+#include "server/broker_runner.hpp"
 #include "test_util.hpp"
 
 namespace pb = purgatory::broker;

@@ -1,12 +1,12 @@
-#include "purgatory/broker/record_batch.hpp"
+#include "protocol/record_batch.hpp"
 
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
 
-#include "purgatory/broker/crc32c.hpp"
-#include "purgatory/broker/records.hpp"
+#include "protocol/crc32c.hpp"
+#include "protocol/records.hpp"
 #include "test_util.hpp"
 
 namespace pb = purgatory::broker;

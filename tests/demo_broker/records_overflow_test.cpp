@@ -4,7 +4,7 @@
 // response is untrusted input, so such a batch must be rejected as corrupt_records instead.
 // Inputs: tests/fuzz/regressions/fuzz_record_batch/{offset,timestamp}_overflow (same batches).
 // Belongs in demo_broker_codec_tests once records.cpp checks the additions.
-#include "purgatory/broker/records.hpp"
+#include "protocol/records.hpp"
 
 #include <cstdint>
 #include <limits>
@@ -13,9 +13,9 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory/broker/crc32c.hpp"
-#include "purgatory/broker/errors.hpp"
-#include "purgatory/broker/record_batch.hpp"
+#include "protocol/crc32c.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/record_batch.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "purgatory/broker/records.hpp"
+#include "protocol/records.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -6,8 +6,8 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory/broker/crc32c.hpp"
-#include "purgatory/broker/record_batch.hpp"
+#include "protocol/crc32c.hpp"
+#include "protocol/record_batch.hpp"
 #include "test_util.hpp"
 
 namespace pb = purgatory::broker;

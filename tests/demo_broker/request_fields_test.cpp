@@ -1,6 +1,6 @@
 // RequestFields, how the live view's controls read their fields: from the query string, a form
 // body or a flat JSON object, with a 400 message naming the field or where the JSON goes wrong.
-#include "purgatory/broker/request_fields.hpp"
+#include "observability/request_fields.hpp"
 
 #include <stdexcept>
 #include <string>

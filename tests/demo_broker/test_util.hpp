@@ -11,10 +11,10 @@
 
 #include <doctest/doctest.h>
 
-#include "purgatory/broker/codec.hpp"
-#include "purgatory/broker/errors.hpp"
-#include "purgatory/broker/framing.hpp"
-#include "purgatory/broker/wire.hpp"
+#include "protocol/codec.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/wire.hpp"
 
 // Failed byte comparisons print as hex.
 namespace doctest {

@@ -1,4 +1,4 @@
-#include "purgatory/broker/wire.hpp"
+#include "protocol/wire.hpp"
 
 #include <cstdint>
 #include <limits>

@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "purgatory/broker/crc32c.hpp"
-#include "purgatory/broker/errors.hpp"
-#include "purgatory/broker/record_batch.hpp"
-#include "purgatory/broker/records.hpp"
+#include "protocol/crc32c.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/record_batch.hpp"
+#include "protocol/records.hpp"
 
 namespace {
 

@@ -19,11 +19,11 @@
 #include <variant>
 
 #include "fuzz_check.hpp"
-#include "purgatory/broker/codec.hpp"
-#include "purgatory/broker/errors.hpp"
-#include "purgatory/broker/framing.hpp"
-#include "purgatory/broker/header.hpp"
-#include "purgatory/broker/wire.hpp"
+#include "protocol/codec.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/header.hpp"
+#include "protocol/wire.hpp"
 
 namespace {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "purgatory/broker/codec.hpp"
-#include "purgatory/broker/consumer_protocol.hpp"
-#include "purgatory/broker/records.hpp"
+#include "protocol/codec.hpp"
+#include "protocol/consumer_protocol.hpp"
+#include "protocol/records.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 // The invariant every case checks, counting: a request's parked operation is released exactly
 // once, whoever leaves first (the purgatory's delayed() and watched() return to 0, and
 // abandoned_operations counts it), and the broker keeps serving the other clients.
-#include "purgatory/broker/broker.hpp"
+#include "server/broker.hpp"
 
 #include <chrono>
 #include <fstream>
@@ -24,11 +24,12 @@
 #include <boost/asio/write.hpp>
 
 #include "../demo_broker/broker_test_util.hpp"
-#include "purgatory/broker/broker_runner.hpp"
-#include "purgatory/broker/client.hpp"
-#include "purgatory/broker/record_batch.hpp"
+#include "demo/client.hpp"
+#include "protocol/record_batch.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory/timer/asio.hpp"
+#include "requests/partition_purgatory.hpp"
+#include "server/broker_runner.hpp"
 
 namespace asio = boost::asio;
 namespace pb = purgatory::broker;

@@ -1,4 +1,4 @@
-#include "purgatory/broker/client.hpp"
+#include "demo/client.hpp"
 
 #include <array>
 
@@ -8,7 +8,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
-#include "purgatory/broker/framing.hpp"
+#include "protocol/framing.hpp"
 
 namespace purgatory::broker {
 

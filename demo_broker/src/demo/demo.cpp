@@ -1,4 +1,4 @@
-#include "purgatory/broker/demo.hpp"
+#include "demo/demo.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -11,10 +11,10 @@
 
 #include <fmt/format.h>
 
+#include "demo/client.hpp"
 #include "group_scenario.hpp"
 #include "idempotent_scenario.hpp"
-#include "purgatory/broker/broker_runner.hpp"
-#include "purgatory/broker/client.hpp"
+#include "server/broker_runner.hpp"
 
 namespace purgatory::broker {
 

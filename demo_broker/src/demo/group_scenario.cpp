@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "purgatory/broker/client.hpp"
-#include "purgatory/broker/consumer_protocol.hpp"
+#include "demo/client.hpp"
+#include "protocol/consumer_protocol.hpp"
 
 namespace purgatory::broker {
 

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "purgatory/broker/client.hpp"
-#include "purgatory/broker/records.hpp"
+#include "demo/client.hpp"
+#include "protocol/records.hpp"
 
 namespace purgatory::broker {
 

@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "group_scenario.hpp"
-#include "purgatory/broker/broker_metrics.hpp"
+#include "observability/broker_metrics.hpp"
 
 namespace purgatory::broker {
 

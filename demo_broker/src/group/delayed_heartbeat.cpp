@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "purgatory/broker/group_coordinator.hpp"
+#include "group/group_coordinator.hpp"
 
 namespace purgatory::broker {
 

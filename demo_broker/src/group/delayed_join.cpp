@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "purgatory/broker/group_coordinator.hpp"
+#include "group/group_coordinator.hpp"
 
 namespace purgatory::broker {
 

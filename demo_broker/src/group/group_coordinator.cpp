@@ -2,7 +2,7 @@
 // lifecycle and member removal. The join phase is in group_join.cpp; SyncGroup, heartbeats,
 // sessions and LeaveGroup in group_sessions.cpp; offsets and the tools' queries in
 // group_offsets.cpp.
-#include "purgatory/broker/group_coordinator.hpp"
+#include "group/group_coordinator.hpp"
 
 #include <chrono>
 #include <cstdio>

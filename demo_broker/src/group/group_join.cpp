@@ -9,8 +9,8 @@
 #include <fmt/ranges.h>
 
 #include "delayed_join.hpp"
+#include "group/group_coordinator.hpp"
 #include "group_metadata.hpp"
-#include "purgatory/broker/group_coordinator.hpp"
 
 namespace purgatory::broker {
 

@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "group/group_coordinator.hpp"
 #include "offset_store.hpp"
-#include "purgatory/broker/group_coordinator.hpp"
-#include "purgatory/broker/join_group.hpp"
-#include "purgatory/broker/sync_group.hpp"
-#include "purgatory/broker/wire.hpp"
+#include "protocol/join_group.hpp"
+#include "protocol/sync_group.hpp"
+#include "protocol/wire.hpp"
 
 namespace purgatory::broker {
 

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "group/group_coordinator.hpp"
 #include "group_metadata.hpp"
-#include "purgatory/broker/group_coordinator.hpp"
 
 namespace purgatory::broker {
 

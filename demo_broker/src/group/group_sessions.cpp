@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "delayed_heartbeat.hpp"
+#include "group/group_coordinator.hpp"
 #include "group_metadata.hpp"
-#include "purgatory/broker/group_coordinator.hpp"
 
 namespace purgatory::broker {
 

@@ -1,13 +1,13 @@
 // GroupCoordinator::snapshot(): the groups, copied on the coordinator's thread, with the join and
 // heartbeat purgatories' operations that time them.
-#include "purgatory/broker/group_snapshot.hpp"
+#include "group/group_snapshot.hpp"
 
 #include <algorithm>
 #include <unordered_map>
 
+#include "group/group_coordinator.hpp"
 #include "group_metadata.hpp"
-#include "purgatory/broker/consumer_protocol.hpp"
-#include "purgatory/broker/group_coordinator.hpp"
+#include "protocol/consumer_protocol.hpp"
 
 namespace purgatory::broker {
 

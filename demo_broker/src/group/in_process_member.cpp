@@ -1,12 +1,12 @@
-#include "purgatory/broker/in_process_member.hpp"
+#include "group/in_process_member.hpp"
 
 #include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "purgatory/broker/consumer_protocol.hpp"
-#include "purgatory/broker/group_coordinator.hpp"
+#include "group/group_coordinator.hpp"
+#include "protocol/consumer_protocol.hpp"
 
 namespace purgatory::broker {
 

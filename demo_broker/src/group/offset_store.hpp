@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "purgatory/broker/topic_partition.hpp"
+#include "protocol/topic_partition.hpp"
 
 namespace purgatory::broker {
 

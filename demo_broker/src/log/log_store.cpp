@@ -1,4 +1,4 @@
-#include "purgatory/broker/log_store.hpp"
+#include "log/log_store.hpp"
 
 #include <stdexcept>
 #include <type_traits>

@@ -1,11 +1,11 @@
-#include "purgatory/broker/partition_log.hpp"
+#include "log/partition_log.hpp"
 
 #include <algorithm>
 #include <cassert>
 #include <span>
 #include <stdexcept>
 
-#include "purgatory/broker/record_batch.hpp"
+#include "protocol/record_batch.hpp"
 
 namespace purgatory::broker {
 

@@ -1,4 +1,4 @@
-#include "purgatory/broker/producer_state.hpp"
+#include "log/producer_state.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include "purgatory/broker/broker_metrics.hpp"
-#include "purgatory/broker/group_snapshot.hpp"
-#include "purgatory/broker/producer_state.hpp"
-#include "purgatory/broker/topic_partition.hpp"
+#include "group/group_snapshot.hpp"
+#include "log/producer_state.hpp"
+#include "observability/broker_metrics.hpp"
+#include "protocol/topic_partition.hpp"
 #include "purgatory/purgatory_metrics.hpp"
 #include "purgatory/purgatory_snapshot.hpp"
 #include "purgatory/timer/wheel_snapshot.hpp"

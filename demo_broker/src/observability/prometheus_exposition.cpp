@@ -1,4 +1,4 @@
-#include "purgatory/broker/prometheus_exposition.hpp"
+#include "observability/prometheus_exposition.hpp"
 
 #include <chrono>
 #include <cstdint>

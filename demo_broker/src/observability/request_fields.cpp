@@ -1,11 +1,11 @@
-#include "purgatory/broker/request_fields.hpp"
+#include "observability/request_fields.hpp"
 
 #include <charconv>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "purgatory/broker/log_store.hpp"
+#include "log/log_store.hpp"
 
 namespace purgatory::broker {
 

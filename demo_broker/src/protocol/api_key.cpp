@@ -1,4 +1,4 @@
-#include "purgatory/broker/api_key.hpp"
+#include "protocol/api_key.hpp"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "purgatory/broker/record_batch.hpp"
+#include "protocol/record_batch.hpp"
 
 namespace purgatory::broker::detail {
 

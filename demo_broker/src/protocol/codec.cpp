@@ -1,10 +1,10 @@
-#include "purgatory/broker/codec.hpp"
+#include "protocol/codec.hpp"
 
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "purgatory/broker/framing.hpp"
+#include "protocol/framing.hpp"
 
 namespace purgatory::broker {
 

@@ -1,4 +1,4 @@
-#include "purgatory/broker/consumer_protocol.hpp"
+#include "protocol/consumer_protocol.hpp"
 
 #include <algorithm>
 #include <map>

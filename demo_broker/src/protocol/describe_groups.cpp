@@ -1,4 +1,4 @@
-#include "purgatory/broker/describe_groups.hpp"
+#include "protocol/describe_groups.hpp"
 
 namespace purgatory::broker {
 

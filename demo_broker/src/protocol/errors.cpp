@@ -1,4 +1,4 @@
-#include "purgatory/broker/errors.hpp"
+#include "protocol/errors.hpp"
 
 #include <fmt/format.h>
 

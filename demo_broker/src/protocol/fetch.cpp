@@ -1,4 +1,4 @@
-#include "purgatory/broker/fetch.hpp"
+#include "protocol/fetch.hpp"
 
 namespace purgatory::broker {
 

@@ -1,4 +1,4 @@
-#include "purgatory/broker/find_coordinator.hpp"
+#include "protocol/find_coordinator.hpp"
 
 #include <stdexcept>
 

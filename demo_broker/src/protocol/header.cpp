@@ -1,4 +1,4 @@
-#include "purgatory/broker/header.hpp"
+#include "protocol/header.hpp"
 
 namespace purgatory::broker {
 

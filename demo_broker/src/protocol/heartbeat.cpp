@@ -1,4 +1,4 @@
-#include "purgatory/broker/heartbeat.hpp"
+#include "protocol/heartbeat.hpp"
 
 namespace purgatory::broker {
 

@@ -1,4 +1,4 @@
-#include "purgatory/broker/join_group.hpp"
+#include "protocol/join_group.hpp"
 
 namespace purgatory::broker {
 

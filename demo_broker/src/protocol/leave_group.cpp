@@ -1,4 +1,4 @@
-#include "purgatory/broker/leave_group.hpp"
+#include "protocol/leave_group.hpp"
 
 namespace purgatory::broker {
 

@@ -1,4 +1,4 @@
-#include "purgatory/broker/list_groups.hpp"
+#include "protocol/list_groups.hpp"
 
 namespace purgatory::broker {
 

@@ -1,4 +1,4 @@
-#include "purgatory/broker/metadata.hpp"
+#include "protocol/metadata.hpp"
 
 #include <stdexcept>
 

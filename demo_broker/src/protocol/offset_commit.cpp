@@ -1,4 +1,4 @@
-#include "purgatory/broker/offset_commit.hpp"
+#include "protocol/offset_commit.hpp"
 
 namespace purgatory::broker {
 

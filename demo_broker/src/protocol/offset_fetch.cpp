@@ -1,4 +1,4 @@
-#include "purgatory/broker/offset_fetch.hpp"
+#include "protocol/offset_fetch.hpp"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "purgatory/broker/produce.hpp"
+#include "protocol/produce.hpp"
 
 namespace purgatory::broker {
 

@@ -1,11 +1,11 @@
-#include "purgatory/broker/record_batch.hpp"
+#include "protocol/record_batch.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "batch_walk.hpp"
-#include "purgatory/broker/crc32c.hpp"
+#include "protocol/crc32c.hpp"
 
 namespace purgatory::broker {
 

@@ -1,12 +1,12 @@
-#include "purgatory/broker/records.hpp"
+#include "protocol/records.hpp"
 
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "batch_walk.hpp"
-#include "purgatory/broker/crc32c.hpp"
-#include "purgatory/broker/record_batch.hpp"
+#include "protocol/crc32c.hpp"
+#include "protocol/record_batch.hpp"
 
 namespace purgatory::broker {
 

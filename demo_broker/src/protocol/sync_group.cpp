@@ -1,4 +1,4 @@
-#include "purgatory/broker/sync_group.hpp"
+#include "protocol/sync_group.hpp"
 
 namespace purgatory::broker {
 

@@ -18,8 +18,8 @@
 #include <cstddef>
 #include <string>
 
-#include "purgatory/broker/fetch.hpp"
-#include "purgatory/broker/log_store.hpp"
+#include "log/log_store.hpp"
+#include "protocol/fetch.hpp"
 #include "purgatory/delayed_operation.hpp"
 #include "requests/outcome_log.hpp"
 #include "requests/responder.hpp"

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "purgatory/broker/log_store.hpp"
-#include "purgatory/broker/produce.hpp"
+#include "log/log_store.hpp"
+#include "protocol/produce.hpp"
 #include "purgatory/delayed_operation.hpp"
 #include "requests/outcome_log.hpp"
 #include "requests/responder.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "purgatory/broker/codec.hpp"
+#include "protocol/codec.hpp"
 #include "purgatory/delayed_operation.hpp"
 
 namespace purgatory::broker {

@@ -1,6 +1,6 @@
-#include "purgatory/broker/broker.hpp"
+#include "server/broker.hpp"
 
-#include <cstdio>
+#include <chrono>
 #include <exception>
 #include <stdexcept>
 #include <type_traits>
@@ -9,15 +9,17 @@
 #include <fmt/format.h>
 #include <boost/asio/ip/address.hpp>
 
-#include "connection.hpp"
-#include "purgatory/broker/group_coordinator.hpp"
-#include "purgatory/broker/in_process_member.hpp"
-#include "purgatory/broker/metrics_server.hpp"
-#include "purgatory/broker/prometheus_exposition.hpp"
-#include "purgatory/timer/timer_task.hpp"
+#include "group/group_coordinator.hpp"
+#include "observability/prometheus_exposition.hpp"
+#include "observability/status_http_server.hpp"
+#include "purgatory/timer/asio.hpp"
+#include "requests/fetch_handler.hpp"
+#include "requests/group_handler.hpp"
+#include "requests/metadata_handler.hpp"
 #include "requests/outcome_log.hpp"
-#include "server/group_handler.hpp"
-#include "server/ui_responder.hpp"
+#include "requests/produce_handler.hpp"
+#include "requests/replication.hpp"
+#include "server/live_view.hpp"
 
 namespace purgatory::broker {
 
@@ -53,47 +55,21 @@ BrokerConfig checked(BrokerConfig config) {
   return config;
 }
 
-}  // namespace
+std::shared_ptr<SystemTimer> make_timer(boost::asio::io_context& io) {
+  TimerOptions options;
+  options.name = "broker";
+  return std::make_shared<AsioTimer>(io, std::move(options));
+}
 
-Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
-    : io_(io),
-      config_(checked(std::move(config))),
-      advertised_host_(advertised_host_for(config_)),
-      acceptor_(io),
-      log_(config_.partitions, config_.replication_delays.size(), config_.retention_bytes,
-           config_.max_producers_per_partition),
-      first_producer_id_(std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count()),
-      next_producer_id_(first_producer_id_) {
-  TimerOptions timer_options;
-  timer_options.name = "broker";
-  timer_ = std::make_shared<AsioTimer>(io_, std::move(timer_options));
-  const auto make_purgatory = [this](const char* name) {
-    PurgatoryOptions options;
-    options.name = name;
-    options.shards = 1;  // one thread touches it: more shards would only cost memory
-    options.on_callback_error = [this](const DelayedOperation&, std::exception_ptr error,
-                                       std::string_view where) {
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& e) {
-        log(fmt::format("error: a delayed operation's {} threw: {}", where, e.what()));
-      } catch (...) {
-        log(fmt::format("error: a delayed operation's {} threw a non-std exception", where));
-      }
-    };
-    return std::make_unique<Purgatory>(timer_, std::move(options));
-  };
-  outcomes_ = std::make_unique<OutcomeLog>();
-  fetch_purgatory_ = make_purgatory("fetch");
-  produce_purgatory_ = make_purgatory("produce");
+// The group coordinator's view of the rest of the broker: which partitions exist, and where its
+// events, outcomes and errors go.
+GroupCoordinatorHooks group_hooks(const LogStore& log, const Logger& logger, OutcomeLog& outcomes) {
   GroupCoordinatorHooks hooks;
-  hooks.partition_exists = [this](const std::string& topic, std::int32_t partition) {
-    return log_.find(topic, partition) != nullptr;
+  hooks.partition_exists = [&log](const std::string& topic, std::int32_t partition) {
+    return log.find(TopicPartition{topic, partition}) != nullptr;
   };
-  hooks.on_event = [this](std::string_view e) { event(e); };
-  hooks.on_outcome = [this](const GroupOutcome& o) {
+  hooks.on_event = [&logger](std::string_view e) { logger.event(e); };
+  hooks.on_outcome = [&outcomes](const GroupOutcome& o) {
     OutcomeEvent e;
     e.at = std::chrono::steady_clock::now();
     e.purgatory = o.purgatory;
@@ -102,20 +78,57 @@ Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
     e.waited_ms = std::chrono::duration<double, std::milli>(o.waited).count();
     e.why = o.why;
     e.text = o.text;
-    outcomes_->add(std::move(e));
+    outcomes.add(std::move(e));
   };
-  hooks.on_error = [this](std::string_view e) { log(e); };
-  group_coordinator_ = std::make_unique<GroupCoordinator>(timer_, config_.groups, std::move(hooks));
-  group_handler_ = std::make_unique<GroupHandler>(
+  hooks.on_error = [&logger](std::string_view e) { logger.log(e); };
+  return hooks;
+}
+
+}  // namespace
+
+Broker::Broker(boost::asio::io_context& io, BrokerConfig config)
+    : io_(io),
+      config_(checked(std::move(config))),
+      logger_(config_.log_sink, config_.on_event, config_.verbose),
+      advertised_host_(advertised_host_for(config_)),
+      acceptor_(io),
+      log_(config_.partitions, config_.replication_delays.size(), config_.retention_bytes,
+           config_.max_producers_per_partition),
+      timer_(make_timer(io)),
+      outcomes_(std::make_unique<OutcomeLog>()),
+      connection_policy_{config_.max_request_bytes, config_.max_in_flight_per_connection,
+                         config_.fault_drop_produce_response_every} {
+  // A high-watermark move wakes the operations of both purgatories watching that partition.
+  replication_ = std::make_unique<Replication>(log_, timer_, config_.replication_delays, logger_,
+                                               [this](const TopicPartition& tp) {
+                                                 fetch_->on_high_watermark_advanced(tp);
+                                                 produce_->on_high_watermark_advanced(tp);
+                                               });
+  produce_ = std::make_unique<ProduceHandler>(log_, timer_, *replication_, *outcomes_, logger_);
+  fetch_ =
+      std::make_unique<FetchHandler>(log_, timer_, *outcomes_, logger_, config_.fetch_max_bytes);
+  metadata_ = std::make_unique<MetadataHandler>(log_, logger_, config_.cluster_id,
+                                                [this] { return self(); });
+  group_coordinator_ = std::make_unique<GroupCoordinator>(timer_, config_.groups,
+                                                          group_hooks(log_, logger_, *outcomes_));
+  groups_ = std::make_unique<GroupHandler>(
       *group_coordinator_,
       [this] {
-        FindCoordinatorResponse self;
-        self.node_id = config_.node_id;
-        self.host = advertised_host_;
-        self.port = port();
-        return self;
+        const MetadataBroker me = self();
+        FindCoordinatorResponse resp;
+        resp.node_id = me.node_id;
+        resp.host = me.host;
+        resp.port = me.port;
+        return resp;
       },
-      [this](std::string_view line) { log(line); });
+      logger_);
+  if (!config_.ui_host.empty()) {
+    live_view_ = std::make_unique<LiveView>(
+        io_, config_,
+        LiveView::Parts{log_, timer_, *replication_, *produce_, *fetch_, *group_coordinator_,
+                        *outcomes_, logger_, [this] { return metrics(); },
+                        [this] { return port(); }});
+  }
 }
 
 Broker::~Broker() {
@@ -133,10 +146,10 @@ void Broker::start() {
   if (!config_.metrics_host.empty()) {
     // On this io_context: a scrape renders on the io thread, between two requests.
     metrics_server_ =
-        std::make_unique<MetricsServer>(io_, [this] { return to_prometheus_text(metrics()); });
+        std::make_unique<StatusHttpServer>(io_, [this] { return to_prometheus_text(metrics()); });
     metrics_server_->start(config_.metrics_host, config_.metrics_port);
   }
-  if (!config_.ui_host.empty()) start_live_view();
+  if (live_view_) live_view_->start();
   accept();
 }
 
@@ -145,7 +158,7 @@ std::uint16_t Broker::metrics_port() const noexcept {
 }
 
 std::uint16_t Broker::ui_port() const noexcept {
-  return ui_server_ ? ui_server_->port() : 0;
+  return live_view_ ? live_view_->port() : 0;
 }
 
 void Broker::accept() {
@@ -154,15 +167,17 @@ void Broker::accept() {
         if (stopped_ || ec == boost::asio::error::operation_aborted) return;
         if (!ec) {
           const std::uint64_t id = ++next_connection_id_;
-          auto conn = std::make_shared<Connection>(*this, std::move(socket), id);
+          RequestDispatcher& dispatcher = *this;
+          auto conn = std::make_shared<Connection>(std::move(socket), id, dispatcher,
+                                                   connection_policy_, logger_);
           connections_.emplace(id, conn);
           accepted_.fetch_add(1, std::memory_order_relaxed);
           open_.fetch_add(1, std::memory_order_relaxed);
-          if (config_.verbose) log(fmt::format("conn {} {}: accepted", id, conn->peer()));
+          if (logger_.verbose()) logger_.log(fmt::format("conn {} {}: accepted", id, conn->peer()));
           conn->start();
         } else {
           // EMFILE and the like: keep serving the connections we have, try again.
-          log(fmt::format("accept failed: {}", ec.message()));
+          logger_.log(fmt::format("accept failed: {}", ec.message()));
         }
         accept();
       });
@@ -171,31 +186,35 @@ void Broker::accept() {
 void Broker::stop() {
   if (stopped_) return;
   stopped_ = true;
+  replication_->stop();
   boost::system::error_code ec;
   acceptor_.close(ec);
   if (metrics_server_) metrics_server_->stop();
-  if (ui_server_) ui_server_->stop();
-  if (ui_responder_) ui_responder_->close("broker shutting down");
+  if (live_view_) live_view_->stop();  // its requests complete, writing nothing
   auto connections = std::move(connections_);
   connections_.clear();
   for (auto& [id, conn] : connections)
     conn->close("broker shutting down");
-  fetch_purgatory_->shutdown();
-  produce_purgatory_->shutdown();
+  fetch_->shutdown();
+  produce_->shutdown();
   group_coordinator_->shutdown();
-  ui_members_.clear();    // their steps are cancelled; no LeaveGroup after shutdown
-  (void)timer_->close();  // drops pending follower catch-ups
+  if (live_view_) live_view_->stop_members();  // their steps are cancelled; no LeaveGroup now
+  (void)timer_->close();                       // drops pending follower catch-ups
 }
 
-void Broker::on_connection_closed(std::uint64_t id, std::size_t abandoned_operations) {
-  if (connections_.erase(id) > 0 || stopped_) open_.fetch_sub(1, std::memory_order_relaxed);
-  abandoned_.fetch_add(abandoned_operations, std::memory_order_relaxed);
+void Broker::on_malformed_frame(const Connection& /*conn*/) noexcept {
+  malformed_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Broker::on_connection_closed(const Connection& conn, std::size_t abandoned) {
+  if (connections_.erase(conn.id()) > 0 || stopped_) open_.fetch_sub(1, std::memory_order_relaxed);
+  abandoned_.fetch_add(abandoned, std::memory_order_relaxed);
 }
 
 BrokerMetrics Broker::metrics() const {
   BrokerMetrics m;
-  m.fetch = fetch_purgatory_->metrics();
-  m.produce = produce_purgatory_->metrics();
+  m.fetch = fetch_->purgatory().metrics();
+  m.produce = produce_->purgatory().metrics();
   m.connections_accepted = accepted_.load(std::memory_order_relaxed);
   m.connections_open = open_.load(std::memory_order_relaxed);
   m.requests = requests_.load(std::memory_order_relaxed);
@@ -205,133 +224,92 @@ BrokerMetrics Broker::metrics() const {
   m.join = group_coordinator_->join_metrics();
   m.heartbeat = group_coordinator_->heartbeat_metrics();
   m.groups = group_coordinator_->stats();
-  IdempotenceStats& i = m.idempotence;
-  i.producer_ids_issued = producer_ids_issued_.load(std::memory_order_relaxed);
-  i.transactional_refused = transactional_refused_.load(std::memory_order_relaxed);
-  i.producer_states = producer_states_.load(std::memory_order_relaxed);
-  i.producer_states_forgotten = producer_states_forgotten_.load(std::memory_order_relaxed);
-  i.duplicate_batches = duplicate_batches_.load(std::memory_order_relaxed);
-  i.out_of_order_batches = out_of_order_batches_.load(std::memory_order_relaxed);
-  i.stale_epoch_batches = stale_epoch_batches_.load(std::memory_order_relaxed);
-  i.unknown_producer_batches = unknown_producer_batches_.load(std::memory_order_relaxed);
+  m.idempotence = produce_->idempotence();
   return m;
 }
 
-void Broker::log(std::string_view line) const {
-  if (config_.log_sink) {
-    config_.log_sink(line);
-  } else {
-    std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
-  }
+MetadataBroker Broker::self() const {
+  return MetadataBroker{config_.node_id, advertised_host_, static_cast<std::int32_t>(port()), {}};
 }
 
-bool Broker::drop_this_produce_response() noexcept {
-  const std::uint32_t every = config_.fault_drop_produce_response_every;
-  return every != 0 && ++produce_responses_ % every == 0;
-}
-
-void Broker::event(std::string_view text) const {
-  if (config_.on_event) config_.on_event(text);
-  if (config_.verbose) log(text);
-}
-
-void Broker::handle_request(const std::shared_ptr<Connection>& conn, ByteView payload) {
+void Broker::dispatch(Connection& conn, ByteView frame) {
   requests_.fetch_add(1, std::memory_order_relaxed);
-  Reader reader(payload);
-  RequestHeader header;
-  try {
-    header = read_request_header(reader);
-  } catch (const DecodeError& e) {
-    note_malformed();
-    log(fmt::format("conn {} {}: malformed request header, closing: {}", conn->id(), conn->peer(),
-                    e.what()));
-    conn->close("malformed request header");
-    return;
-  }
+  Reader reader(frame);
+  const std::optional<RequestHeader> header = read_header(conn, reader);
+  if (!header) return;
   const std::optional<VersionRange> api_range = codec_versions(ApiKey::api_versions);
-  if (header.api_key == ApiKey::api_versions && !api_range->contains(header.api_version)) {
-    // KIP-511: a client newer than us asks with a version we do not know. Answer in v0 with
-    // UNSUPPORTED_VERSION and our table, so it retries with a version we speak.
-    ApiVersionsResponse resp;
-    resp.error_code = Errc::unsupported_version;
-    resp.api_keys = broker_api_versions();
-    const ResponseSlot slot = conn->open_slot(header);
-    conn->respond(slot, encode_response(resp, 0, header.correlation_id),
-                  "UNSUPPORTED_VERSION, answered in v0 so the client retries lower");
+  if (header->api_key == ApiKey::api_versions && !api_range->contains(header->api_version)) {
+    answer_unknown_api_versions(conn, *header);
     return;
   }
   RequestBody body;
   try {
-    body = decode_request_body(header, reader);
+    body = decode_request_body(*header, reader);
   } catch (const DecodeError& e) {
     // As Kafka: a request that cannot be parsed closes its connection; others are untouched.
-    note_malformed();
-    log(fmt::format("conn {} {}: malformed {} v{} request (corr={}), closing: {}", conn->id(),
-                    conn->peer(), api_key_name(header.api_key), header.api_version,
-                    header.correlation_id, e.what()));
-    conn->close("malformed request");
+    malformed_.fetch_add(1, std::memory_order_relaxed);
+    logger_.log(fmt::format("conn {} {}: malformed {} v{} request (corr={}), closing: {}",
+                            conn.id(), conn.peer(), api_key_name(header->api_key),
+                            header->api_version, header->correlation_id, e.what()));
+    conn.close("malformed request");
     return;
   }
-  const ResponseSlot slot = conn->open_slot(header);
+  const ResponseSlot slot = conn.open_slot(*header);
   try {
-    std::visit(
-        [&](auto& req) {
-          using T = std::decay_t<decltype(req)>;
-          if constexpr (std::is_same_v<T, ApiVersionsRequest>) {
-            handle_api_versions(slot, req);
-          } else if constexpr (std::is_same_v<T, MetadataRequest>) {
-            handle_metadata(slot, req);
-          } else if constexpr (std::is_same_v<T, ListOffsetsRequest>) {
-            handle_list_offsets(slot, req);
-          } else if constexpr (std::is_same_v<T, ProduceRequest>) {
-            handle_produce(slot, std::move(req));
-          } else if constexpr (std::is_same_v<T, InitProducerIdRequest>) {
-            handle_init_producer_id(slot, header, req);
-          } else if constexpr (is_group_request_v<T>) {
-            group_handler_->handle(slot, header, req);
-          } else {
-            static_assert(std::is_same_v<T, FetchRequest>);
-            handle_fetch(slot, std::move(req));
-          }
-        },
-        body);
+    serve(slot, *header, body);
   } catch (const std::exception& e) {
     // A bug or an exhausted resource while serving one request: that connection pays, the broker
     // goes on.
-    log(fmt::format("conn {} {}: error serving {} v{} (corr={}), closing: {}", conn->id(),
-                    conn->peer(), api_key_name(header.api_key), header.api_version,
-                    header.correlation_id, e.what()));
-    conn->close("internal error");
+    logger_.log(fmt::format("conn {} {}: error serving {} v{} (corr={}), closing: {}", conn.id(),
+                            conn.peer(), api_key_name(header->api_key), header->api_version,
+                            header->correlation_id, e.what()));
+    conn.close("internal error");
   }
 }
 
-void Broker::replicate(const TopicPartition& tp, std::int64_t log_end) {
-  const auto& delays = config_.replication_delays;
-  if (delays.empty()) return;  // no followers: append() already moved the HW
-  for (std::size_t i = 0; i < delays.size(); ++i) {
-    timer_->add(make_task([this, tp, i, log_end] { on_follower_caught_up(tp, i, log_end); }),
-                delays[i]);
+std::optional<RequestHeader> Broker::read_header(Connection& conn, Reader& reader) {
+  try {
+    return read_request_header(reader);
+  } catch (const DecodeError& e) {
+    malformed_.fetch_add(1, std::memory_order_relaxed);
+    logger_.log(fmt::format("conn {} {}: malformed request header, closing: {}", conn.id(),
+                            conn.peer(), e.what()));
+    conn.close("malformed request header");
+    return std::nullopt;
   }
 }
 
-void Broker::on_follower_caught_up(const TopicPartition& tp, std::size_t follower,
-                                   std::int64_t offset) {
-  if (stopped_) return;
-  PartitionLog* pl = log_.find(tp.topic, tp.partition);
-  if (pl == nullptr) return;
-  const std::int64_t before = pl->high_watermark();
-  const bool moved = pl->update_follower(follower, offset);
-  event(fmt::format("follower {} replicated {}-{} up to offset {}", follower + 1, tp.topic,
-                    tp.partition, offset));
-  if (moved) on_high_watermark_advanced(tp, before, pl->high_watermark());
+void Broker::answer_unknown_api_versions(Connection& conn, const RequestHeader& header) {
+  // KIP-511: a client newer than us asks with a version we do not know. Answer in v0 with
+  // UNSUPPORTED_VERSION and our table, so it retries with a version we speak.
+  ApiVersionsResponse resp;
+  resp.error_code = Errc::unsupported_version;
+  resp.api_keys = broker_api_versions();
+  const ResponseSlot slot = conn.open_slot(header);
+  conn.respond(slot, encode_response(resp, 0, header.correlation_id),
+               "UNSUPPORTED_VERSION, answered in v0 so the client retries lower");
 }
 
-void Broker::on_high_watermark_advanced(const TopicPartition& tp, std::int64_t from,
-                                        std::int64_t to) {
-  event(fmt::format("high watermark of {}-{}: {} -> {}", tp.topic, tp.partition, from, to));
-  // Kafka's checkAndComplete: only the operations watching this partition are looked at.
-  fetch_purgatory_->check_and_complete(tp);
-  produce_purgatory_->check_and_complete(tp);
+void Broker::serve(const ResponseSlot& slot, const RequestHeader& header, RequestBody& body) {
+  std::visit(
+      [&](auto& req) {
+        using T = std::decay_t<decltype(req)>;
+        if constexpr (std::is_same_v<T, ApiVersionsRequest> || std::is_same_v<T, MetadataRequest>) {
+          metadata_->handle(slot, req);
+        } else if constexpr (std::is_same_v<T, ProduceRequest>) {
+          produce_->handle(slot, std::move(req));
+        } else if constexpr (std::is_same_v<T, InitProducerIdRequest>) {
+          produce_->handle(slot, header, req);
+        } else if constexpr (std::is_same_v<T, FetchRequest>) {
+          fetch_->handle(slot, std::move(req));
+        } else if constexpr (std::is_same_v<T, ListOffsetsRequest>) {
+          fetch_->handle(slot, req);
+        } else {
+          static_assert(is_group_request_v<T>);
+          groups_->handle(slot, header, req);
+        }
+      },
+      body);
 }
 
 }  // namespace purgatory::broker

@@ -1,4 +1,4 @@
-#include "purgatory/broker/broker_runner.hpp"
+#include "server/broker_runner.hpp"
 
 #include <boost/asio/post.hpp>
 

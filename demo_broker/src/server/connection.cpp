@@ -1,13 +1,10 @@
-#include "connection.hpp"
+#include "server/connection.hpp"
 
 #include <fmt/format.h>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
-
-#include "purgatory/broker/broker.hpp"
-#include "purgatory/broker/framing.hpp"
 
 namespace purgatory::broker {
 
@@ -25,8 +22,14 @@ std::string describe_peer(const Connection::Socket& socket) {
 
 }  // namespace
 
-Connection::Connection(Broker& broker, Socket socket, std::uint64_t id)
-    : broker_(broker), socket_(std::move(socket)), id_(id), peer_(describe_peer(socket_)) {
+Connection::Connection(Socket socket, std::uint64_t id, RequestDispatcher& dispatcher,
+                       ConnectionPolicy& policy, const Logger& logger)
+    : socket_(std::move(socket)),
+      id_(id),
+      peer_(describe_peer(socket_)),
+      dispatcher_(dispatcher),
+      policy_(policy),
+      logger_(logger) {
   boost::system::error_code ec;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);  // responses are small and late
 }
@@ -49,12 +52,11 @@ void Connection::on_size(const boost::system::error_code& ec) {
   }
   std::int32_t size = 0;
   try {
-    size =
-        decode_frame_size(size_prefix_, broker_.config().max_request_bytes, kMinRequestFrameBytes);
+    size = decode_frame_size(size_prefix_, policy_.max_request_bytes, kMinRequestFrameBytes);
   } catch (const DecodeError& e) {
     // Refused before anything of that size is allocated (socket.request.max.bytes).
-    broker_.note_malformed();
-    broker_.log(fmt::format("conn {} {}: malformed frame, closing: {}", id_, peer_, e.what()));
+    dispatcher_.on_malformed_frame(*this);
+    logger_.log(fmt::format("conn {} {}: malformed frame, closing: {}", id_, peer_, e.what()));
     close("malformed frame");
     return;
   }
@@ -70,12 +72,12 @@ void Connection::on_payload(const boost::system::error_code& ec) {
     close(ec == boost::asio::error::eof ? "client closed the connection mid-frame" : ec.message());
     return;
   }
-  broker_.handle_request(shared_from_this(), payload_);
+  dispatcher_.dispatch(*this, payload_);
   if (payload_.capacity() > kKeepPayloadBytes) {
     payload_ = Bytes();
   }
   if (!open_) return;
-  if (slots_.size() >= broker_.config().max_in_flight_per_connection) {
+  if (slots_.size() >= policy_.max_in_flight) {
     read_paused_ = true;  // flush() resumes once responses drain
     return;
   }
@@ -83,7 +85,7 @@ void Connection::on_payload(const boost::system::error_code& ec) {
 }
 
 void Connection::resume_reading_if_paused() {
-  if (!read_paused_ || !open_ || slots_.size() >= broker_.config().max_in_flight_per_connection) {
+  if (!read_paused_ || !open_ || slots_.size() >= policy_.max_in_flight) {
     return;
   }
   read_paused_ = false;
@@ -113,13 +115,13 @@ void Connection::park(const ResponseSlot& slot, OperationRef op) {
 void Connection::respond(const ResponseSlot& slot, Bytes frame, std::string_view outcome) {
   const Slot* s = open_ ? find(slot.seq) : nullptr;
   if (s != nullptr && !s->ready && s->header.api_key == ApiKey::produce &&
-      broker_.drop_this_produce_response()) {
+      policy_.drop_this_produce_response()) {
     // The injected fault: the append happened, the answer is lost with the connection.
-    broker_.log(fmt::format(
+    logger_.log(fmt::format(
         "conn {} {}: fault: Produce v{} corr={} ({}) not answered, closing the connection "
         "instead (--fault-drop-produce-response {})",
         id_, peer_, slot.version, slot.correlation_id, outcome,
-        broker_.config().fault_drop_produce_response_every));
+        policy_.drop_produce_response_every));
     close("fault: produce response dropped");
     return;
   }
@@ -138,7 +140,7 @@ void Connection::respond_nothing(const ResponseSlot& slot, std::string_view outc
 void Connection::log_request(const Slot& slot, std::string_view outcome,
                              std::chrono::steady_clock::duration waited) const {
   const std::chrono::duration<double, std::milli> ms = waited;
-  broker_.log(fmt::format("conn {} {} [{}] {} v{} corr={}: {} (waited {:.1f} ms)", id_, peer_,
+  logger_.log(fmt::format("conn {} {} [{}] {} v{} corr={}: {} (waited {:.1f} ms)", id_, peer_,
                           slot.header.client_id.value_or(""), api_key_name(slot.header.api_key),
                           slot.header.api_version, slot.header.correlation_id, outcome,
                           ms.count()));
@@ -149,8 +151,8 @@ void Connection::fill(const ResponseSlot& slot, Response response, std::string_v
   if (deferred != nullptr) outcome = deferred->outcome;
   Slot* s = open_ ? find(slot.seq) : nullptr;
   if (s == nullptr || s->ready) {
-    if (broker_.verbose()) {
-      broker_.log(fmt::format("conn {} {}: corr={}: {}; nothing written", id_, peer_,
+    if (logger_.verbose()) {
+      logger_.log(fmt::format("conn {} {}: corr={}: {}; nothing written", id_, peer_,
                               slot.correlation_id, outcome));
     }
     return;
@@ -158,7 +160,7 @@ void Connection::fill(const ResponseSlot& slot, Response response, std::string_v
   const auto waited = std::chrono::steady_clock::now() - s->received;
   if (deferred != nullptr) {
     deferred->waited = waited;  // logged once built, with what it served
-  } else if (broker_.verbose()) {
+  } else if (logger_.verbose()) {
     log_request(*s, outcome, waited);
   }
   s->ready = true;
@@ -179,11 +181,11 @@ std::optional<Bytes> Connection::build(Slot& slot) {
     error = "a non-std exception";
   }
   if (frame) {
-    if (broker_.verbose()) log_request(slot, deferred.outcome, deferred.waited);
+    if (logger_.verbose()) log_request(slot, deferred.outcome, deferred.waited);
     return frame;
   }
-  // As in Broker::handle_request: that connection pays, the broker goes on.
-  broker_.log(fmt::format("conn {} {}: error building the {} v{} response (corr={}), closing: {}",
+  // As for a request that fails to be served: that connection pays, the broker goes on.
+  logger_.log(fmt::format("conn {} {}: error building the {} v{} response (corr={}), closing: {}",
                           id_, peer_, api_key_name(slot.header.api_key), slot.header.api_version,
                           slot.header.correlation_id, error));
   close("internal error");
@@ -242,14 +244,14 @@ void Connection::close(std::string_view reason) {
   for (Slot& s : slots_) {
     if (s.parked) parked.push_back(std::move(s.parked));
     const auto* deferred = std::get_if<Deferred>(&s.response);
-    if (deferred != nullptr && broker_.verbose()) {
+    if (deferred != nullptr && logger_.verbose()) {
       // Its request line was waiting for the build, which will not happen now.
       log_request(s, deferred->outcome + "; nothing written", deferred->waited);
     }
   }
   slots_.clear();
-  if (broker_.verbose()) {
-    broker_.log(fmt::format(
+  if (logger_.verbose()) {
+    logger_.log(fmt::format(
         "conn {} {}: closed ({}){}", id_, peer_, reason,
         parked.empty() ? std::string()
                        : fmt::format(", completing {} parked operation(s)", parked.size())));
@@ -258,7 +260,7 @@ void Connection::close(std::string_view reason) {
   // them, and with them of this connection.
   for (const OperationRef& op : parked)
     op->force_complete();
-  broker_.on_connection_closed(id_, parked.size());
+  dispatcher_.on_connection_closed(*this, parked.size());
 }
 
 }  // namespace purgatory::broker

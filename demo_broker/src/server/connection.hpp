@@ -1,5 +1,6 @@
-// Connection: one client socket of the demo broker. Reads request frames and hands them to the
-// Broker; writes the responses strictly in request order, as Kafka does, however they complete.
+// Connection: one client socket of the demo broker. Reads request frames and hands them to its
+// RequestDispatcher (the Broker); writes the responses strictly in request order, as Kafka does,
+// however they complete.
 //
 // Ordering: each request takes a response slot at the back of a queue when it is read. A handler
 // fills its slot at once, or a delayed operation fills it later from a purgatory callback; the
@@ -18,8 +19,8 @@
 //
 // Disconnects: on EOF or any socket error the connection closes once: it force-completes the
 // operations still parked for it (they see is_open() == false and write nothing), drops its
-// queue (builders never run), and the Broker forgets it. A frame that cannot be decoded closes it
-// too, with a log line, and so does a builder that throws.
+// queue (builders never run), and tells its dispatcher, which forgets it. A frame that cannot be
+// decoded closes it too, with a log line, and so does a builder that throws.
 #pragma once
 
 #include <array>
@@ -36,20 +37,43 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
-#include "purgatory/broker/codec.hpp"
+#include "protocol/codec.hpp"
+#include "protocol/framing.hpp"
 #include "purgatory/delayed_operation.hpp"
+#include "requests/logger.hpp"
 #include "requests/responder.hpp"
+#include "server/request_dispatcher.hpp"
 
 namespace purgatory::broker {
 
-class Broker;
+// How a server's connections read and answer, shared by all of them: the limits, and the
+// injected fault (counted over every connection). The Broker owns it and outlives every open
+// connection. Call only from the broker's io thread.
+struct ConnectionPolicy {
+  std::int32_t max_request_bytes = kDefaultMaxFrameBytes;  // Kafka's socket.request.max.bytes
+  // Requests read but not yet answered; reading pauses beyond this (TCP pushes back).
+  std::size_t max_in_flight = 64;
+  // BrokerConfig::fault_drop_produce_response_every: every Nth Produce response is not written,
+  // the connection is closed instead. 0: off.
+  std::uint32_t drop_produce_response_every = 0;
+  std::uint64_t produce_responses = 0;  // counted for the fault
+
+  // True when the Produce response about to be written is the one to drop.
+  [[nodiscard]] bool drop_this_produce_response() noexcept {
+    return drop_produce_response_every != 0 &&
+           ++produce_responses % drop_produce_response_every == 0;
+  }
+};
 
 // Call only from the broker's io thread.
 class Connection final : public Responder, public std::enable_shared_from_this<Connection> {
  public:
   using Socket = boost::asio::ip::tcp::socket;
 
-  Connection(Broker& broker, Socket socket, std::uint64_t id);
+  // `dispatcher`, `policy` and `logger` must outlive every call into the connection while it is
+  // open (a closed one touches none of them).
+  Connection(Socket socket, std::uint64_t id, RequestDispatcher& dispatcher,
+             ConnectionPolicy& policy, const Logger& logger);
 
   // Starts reading requests.
   void start();
@@ -111,10 +135,12 @@ class Connection final : public Responder, public std::enable_shared_from_this<C
   void resume_reading_if_paused();
   [[nodiscard]] Slot* find(std::uint64_t seq);
 
-  Broker& broker_;
   Socket socket_;
   const std::uint64_t id_;
   std::string peer_;
+  RequestDispatcher& dispatcher_;
+  ConnectionPolicy& policy_;
+  const Logger& logger_;
   bool open_ = true;
   bool writing_ = false;
   bool read_paused_ = false;

@@ -1,12 +1,12 @@
-// What the live view's routes (live_view.cpp, live_view_groups.cpp) share: reading a control's
+// What the live view's routes (LiveView, LiveViewMembers) share: reading a control's
 // fields, and the replies. Pure functions.
 #pragma once
 
 #include <string>
 #include <utility>
 
-#include "purgatory/broker/metrics_server.hpp"
-#include "purgatory/broker/request_fields.hpp"
+#include "observability/request_fields.hpp"
+#include "observability/status_http_server.hpp"
 
 namespace purgatory::broker {
 
