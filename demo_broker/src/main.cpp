@@ -185,22 +185,25 @@ int serve(pb::BrokerConfig config, const std::string& port_file, bool play_demo_
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "demo_broker: a single-node, in-memory Kafka broker (a subset of the wire protocol) whose "
-      "waiting Fetch and acks=-1 Produce requests live in purgatories, so you can watch them "
-      "complete early or time out with kcat, kafka-python or confluent-kafka; consumer groups "
-      "rebalance through a join purgatory and expire through a heartbeat purgatory."};
+// What the command line says, before it is checked and turned into a BrokerConfig.
+struct CommandLine {
   pb::BrokerConfig config;
   std::string listen = "127.0.0.1:9092";
   int followers = 2;
   std::vector<int> delays{100};
+  int initial_rebalance_delay_ms = static_cast<int>(config.groups.initial_rebalance_delay.count());
+  int min_session_timeout_ms = static_cast<int>(config.groups.min_session_timeout.count());
+  int max_session_timeout_ms = static_cast<int>(config.groups.max_session_timeout.count());
   std::string port_file;
   std::string metrics;
+  std::string ui;
   bool demo = false;
-  app.add_option("--listen", listen,
+};
+
+// The options of the Kafka side: where it listens, its topics and followers, its limits.
+void add_broker_options(CLI::App& app, CommandLine& cl) {
+  pb::BrokerConfig& config = cl.config;
+  app.add_option("--listen", cl.listen,
                  "HOST:PORT to listen on; port 0 picks a free port (printed on stdout as "
                  "\"listening on HOST:PORT\")")
       ->capture_default_str();
@@ -208,12 +211,12 @@ int main(int argc, char** argv) {
                  "partitions of each topic, created on first use (Produce or Metadata)")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
-  app.add_option("--followers", followers,
+  app.add_option("--followers", cl.followers,
                  "simulated followers; the high watermark is the smallest offset all of them "
                  "replicated, and acks=-1 produces wait for it")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
-  app.add_option("--replication-delay-ms", delays,
+  app.add_option("--replication-delay-ms", cl.delays,
                  "how long after an append each follower has replicated it: one value for all, "
                  "or a comma list with one per follower (e.g. 50,2000)")
       ->delimiter(',')
@@ -250,83 +253,108 @@ int main(int argc, char** argv) {
   app.add_option("--advertised-host", config.advertised_host,
                  "host given to clients in Metadata (default: the listen host, or 127.0.0.1 for "
                  "a wildcard address)");
-  int initial_rebalance_delay_ms = static_cast<int>(config.groups.initial_rebalance_delay.count());
-  int min_session_timeout_ms = static_cast<int>(config.groups.min_session_timeout.count());
-  int max_session_timeout_ms = static_cast<int>(config.groups.max_session_timeout.count());
-  app.add_option("--group-initial-rebalance-delay-ms", initial_rebalance_delay_ms,
+}
+
+// The consumer-group coordinator's options.
+void add_group_options(CLI::App& app, CommandLine& cl) {
+  app.add_option("--group-initial-rebalance-delay-ms", cl.initial_rebalance_delay_ms,
                  "how long an empty consumer group's first join phase waits for more members, "
                  "and again each time one arrives (Kafka's group.initial.rebalance.delay.ms)")
       ->capture_default_str()
       ->check(CLI::Range(0, std::numeric_limits<std::int32_t>::max()));
-  app.add_option("--group-min-session-timeout-ms", min_session_timeout_ms,
+  app.add_option("--group-min-session-timeout-ms", cl.min_session_timeout_ms,
                  "shortest session timeout a consumer may ask for in JoinGroup, else "
                  "INVALID_SESSION_TIMEOUT (Kafka's group.min.session.timeout.ms)")
       ->capture_default_str()
       ->check(CLI::Range(0, std::numeric_limits<std::int32_t>::max()));
-  app.add_option("--group-max-session-timeout-ms", max_session_timeout_ms,
+  app.add_option("--group-max-session-timeout-ms", cl.max_session_timeout_ms,
                  "longest session timeout a consumer may ask for (Kafka's "
                  "group.max.session.timeout.ms)")
       ->capture_default_str()
       ->check(CLI::Range(0, std::numeric_limits<std::int32_t>::max()));
-  app.add_option("--port-file", port_file,
+}
+
+// What it shows and how it runs: the port file, metrics, the live view, the log, the demo.
+void add_output_options(CLI::App& app, CommandLine& cl) {
+  app.add_option("--port-file", cl.port_file,
                  "also write the bound port to this file once listening (for scripts)");
-  app.add_option("--metrics", metrics,
+  app.add_option("--metrics", cl.metrics,
                  "HOST:PORT to serve Prometheus metrics on (GET /metrics); port 0 picks a free "
                  "port (printed on stdout as \"metrics on http://HOST:PORT/metrics\"). Also with "
                  "--demo");
-  std::string ui;
-  app.add_option("--ui", ui,
+  app.add_option("--ui", cl.ui,
                  "HOST:PORT to serve the live view on: a page showing the purgatories' waiting "
                  "requests, the timing wheel and each outcome as it happens, with buttons to try "
                  "it (port 0 picks a free port, printed on stdout as \"ui on "
                  "http://HOST:PORT/\"). With --demo the scenarios play slowly on it, then the "
                  "broker keeps serving until Ctrl-C");
-  app.add_flag("-v,--verbose", config.verbose,
+  app.add_flag("-v,--verbose", cl.config.verbose,
                "log one line per request (api, version, correlation id, client, outcome, time "
                "waited) and every follower/high-watermark move");
-  app.add_flag("--demo", demo,
+  app.add_flag("--demo", cl.demo,
                "run the scripted demo against an in-process broker on a free port, then exit (0 "
                "when every scenario behaved as expected)");
+}
+
+// Checks what the options say together and puts it in cl.config. Throws CLI::ValidationError.
+void finish(CommandLine& cl) {
+  pb::BrokerConfig& config = cl.config;
+  parse_endpoint("--listen", cl.listen, config.host, config.port);
+  if (!cl.metrics.empty()) {
+    parse_endpoint("--metrics", cl.metrics, config.metrics_host, config.metrics_port);
+  }
+  if (!cl.ui.empty()) parse_endpoint("--ui", cl.ui, config.ui_host, config.ui_port);
+  set_followers(cl.followers, cl.delays, config);
+  if (cl.min_session_timeout_ms > cl.max_session_timeout_ms) {
+    throw CLI::ValidationError("--group-min-session-timeout-ms",
+                               fmt::format("{} is above --group-max-session-timeout-ms {}",
+                                           cl.min_session_timeout_ms, cl.max_session_timeout_ms));
+  }
+  config.groups.initial_rebalance_delay = std::chrono::milliseconds(cl.initial_rebalance_delay_ms);
+  config.groups.min_session_timeout = std::chrono::milliseconds(cl.min_session_timeout_ms);
+  config.groups.max_session_timeout = std::chrono::milliseconds(cl.max_session_timeout_ms);
+}
+
+// serve(), with a start-up failure (a bad value, a port in use) told on stderr.
+int serve_or_report(pb::BrokerConfig config, const std::string& port_file, bool play_demo_now) {
   try {
-    app.parse(argc, argv);
-    parse_endpoint("--listen", listen, config.host, config.port);
-    if (!metrics.empty()) {
-      parse_endpoint("--metrics", metrics, config.metrics_host, config.metrics_port);
-    }
-    if (!ui.empty()) parse_endpoint("--ui", ui, config.ui_host, config.ui_port);
-    set_followers(followers, delays, config);
-    if (min_session_timeout_ms > max_session_timeout_ms) {
-      throw CLI::ValidationError("--group-min-session-timeout-ms",
-                                 fmt::format("{} is above --group-max-session-timeout-ms {}",
-                                             min_session_timeout_ms, max_session_timeout_ms));
-    }
-    config.groups.initial_rebalance_delay = std::chrono::milliseconds(initial_rebalance_delay_ms);
-    config.groups.min_session_timeout = std::chrono::milliseconds(min_session_timeout_ms);
-    config.groups.max_session_timeout = std::chrono::milliseconds(max_session_timeout_ms);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  if (demo && !config.ui_host.empty()) {
-    // The demo on the live view: a broker on a free port with the demo's followers, playing the
-    // scenarios slowly once the page can be opened, then serving until Ctrl-C.
-    if (listen == "127.0.0.1:9092") config.port = 0;
-    config.replication_delays.assign(std::begin(pb::kDemoFollowerDelays),
-                                     std::end(pb::kDemoFollowerDelays));
-    try {
-      return serve(std::move(config), port_file, true);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "demo_broker: {}\n", e.what());
-      return 1;
-    }
-  }
-  if (demo) {
-    return pb::run_demo(
-        pb::DemoOptions{config.verbose, argv[0], config.metrics_host, config.metrics_port}, stdout);
-  }
-  try {
-    return serve(std::move(config), port_file, false);
+    return serve(std::move(config), port_file, play_demo_now);
   } catch (const std::exception& e) {
     fmt::print(stderr, "demo_broker: {}\n", e.what());
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "demo_broker: a single-node, in-memory Kafka broker (a subset of the wire protocol) whose "
+      "waiting Fetch and acks=-1 Produce requests live in purgatories, so you can watch them "
+      "complete early or time out with kcat, kafka-python or confluent-kafka; consumer groups "
+      "rebalance through a join purgatory and expire through a heartbeat purgatory."};
+  CommandLine cl;
+  add_broker_options(app, cl);
+  add_group_options(app, cl);
+  add_output_options(app, cl);
+  try {
+    app.parse(argc, argv);
+    finish(cl);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  pb::BrokerConfig& config = cl.config;
+  if (cl.demo && !config.ui_host.empty()) {
+    // The demo on the live view: a broker on a free port with the demo's followers, playing the
+    // scenarios slowly once the page can be opened, then serving until Ctrl-C.
+    if (cl.listen == "127.0.0.1:9092") config.port = 0;
+    config.replication_delays.assign(std::begin(pb::kDemoFollowerDelays),
+                                     std::end(pb::kDemoFollowerDelays));
+    return serve_or_report(std::move(config), cl.port_file, true);
+  }
+  if (cl.demo) {
+    return pb::run_demo(
+        pb::DemoOptions{config.verbose, argv[0], config.metrics_host, config.metrics_port}, stdout);
+  }
+  return serve_or_report(std::move(config), cl.port_file, false);
 }
