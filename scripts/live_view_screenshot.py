@@ -20,8 +20,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "demo_broker", "e2e"))
-from broker_e2e import Failure, exit_with  # noqa: E402
-from live_view_e2e import LivePage, UiBroker, get_state, post  # noqa: E402
+from broker_process import BrokerProcess, Failure, exit_with  # noqa: E402
+from live_view_e2e import LivePage, get_state, post  # noqa: E402
 
 GROUP, TOPIC = "orders-app", "orders"
 KAFKA_PYTHON_MEMBER = f"""
@@ -56,8 +56,9 @@ def main():
     parser.add_argument("--out", required=True, help="where to write the PNG")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="live_view_screenshot_") as workdir:
-        broker = UiBroker(args.broker, workdir, ["--partitions", "4",
-                                                 "--group-initial-rebalance-delay-ms", "300"])
+        broker = BrokerProcess(args.broker, workdir, ["--partitions", "4",
+                                                      "--group-initial-rebalance-delay-ms", "300"],
+                               ui=True)
         clients = []
         try:
             with LivePage(broker, workdir, window="1400,1700") as page:

@@ -3,88 +3,24 @@
 
 Each case starts its own broker binary on 127.0.0.1 port 0 (it prints the port it got), drives it
 with kcat, kafka-python or confluent-kafka, checks the result and the broker's --verbose log, then
-stops the broker by its PID with SIGTERM and requires a clean exit (so a sanitized broker's leak
-and race reports fail the case). Timeouts are generous: the broker may be an ASan or TSan build.
+stops the broker by its PID with SIGTERM and requires a clean exit, so a sanitized broker's leak
+and race reports fail the case (broker_process.py starts and stops it, for every e2e script).
 
     /usr/bin/python3 broker_e2e.py --broker build/.../demo_broker --case kcat_produce_consume
 """
 import argparse
 import os
 import re
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-START_TIMEOUT_S = 60
-CLIENT_TIMEOUT_S = 60
-
-
-class Failure(Exception):
-    pass
-
-
-def check(ok, what):
-    if not ok:
-        raise Failure(what)
-    print(f"ok   {what}", flush=True)
-
-
-class Broker:
-    """A demo_broker process on a free loopback port, stopped by its own PID."""
-
-    def __init__(self, binary, workdir, extra=()):
-        self.log_path = os.path.join(workdir, "broker.log")
-        self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0", "--verbose", *extra],
-            stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL, text=True)
-        line = ""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline and not line:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if ready:
-                line = self.proc.stdout.readline()
-            elif self.proc.poll() is not None:
-                break
-        match = re.match(r"listening on 127\.0\.0\.1:(\d+)", line)
-        if not match:
-            self.stop()
-            raise Failure(f"the broker did not report its port (got {line!r})")
-        self.port = int(match.group(1))
-        self.bootstrap = f"127.0.0.1:{self.port}"
-
-    def log(self):
-        if not self._log.closed:
-            self._log.flush()
-        with open(self.log_path) as f:
-            return f.read()
-
-    def wait_for_log(self, pattern, timeout=CLIENT_TIMEOUT_S):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = re.search(pattern, self.log())
-            if found:
-                return found
-            time.sleep(0.05)
-        raise Failure(f"the broker log never showed /{pattern}/")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise Failure("the broker did not stop within 60 s of SIGTERM")
-        if not self._log.closed:
-            self._log.close()
-        return rc
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from broker_process import (  # noqa: E402
+    CLIENT_TIMEOUT_S, BrokerProcess, Failure, check, exit_with, run_case)
 
 
 def kcat(*args, input_text=None, timeout=CLIENT_TIMEOUT_S):
@@ -289,33 +225,6 @@ CASES = {
 }
 
 
-def exit_with(main):
-    """A script's entry point: exits with main()'s code, or prints FAIL and exits 1 on a
-    Failure."""
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"FAIL {e}", file=sys.stderr)
-        sys.exit(1)
-
-
-def run_case(broker, run):
-    """Runs run(broker); on failure prints the end of the broker's log. Then the broker must
-    stop cleanly on SIGTERM, with no sanitizer report in its log."""
-    try:
-        run(broker)
-    except BaseException:
-        broker.stop()
-        print("---- broker log (last 60 lines) ----\n" +
-              "\n".join(broker.log().splitlines()[-60:]), file=sys.stderr)
-        raise
-    rc = broker.stop()
-    log = broker.log()
-    check(rc == 0, f"the broker exited 0 on SIGTERM (rc {rc})")
-    check("ERROR: AddressSanitizer" not in log and "WARNING: ThreadSanitizer" not in log
-          and "runtime error:" not in log, "no sanitizer report in the broker's log")
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--broker", required=True, help="path to the demo_broker binary")
@@ -328,7 +237,7 @@ def main():
         raise Failure("kcat is not installed (Debian package kcat; scripts/packages.sh)")
     extra, run = CASES[args.case]
     with tempfile.TemporaryDirectory(prefix="demo_broker_e2e_") as workdir:
-        run_case(Broker(args.broker, workdir, extra), run)
+        run_case(BrokerProcess(args.broker, workdir, extra), run)
     return 0
 
 

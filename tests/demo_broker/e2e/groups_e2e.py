@@ -22,31 +22,19 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_e2e import (  # noqa: E402
-    CLIENT_TIMEOUT_S, Broker, Failure, check, exit_with, kcat, run_case)
+from broker_e2e import kcat  # noqa: E402
+from broker_process import (  # noqa: E402
+    CLIENT_TIMEOUT_S, BrokerProcess, Failure, check, exit_with, run_case)
 from metrics_e2e import parse_exposition, value  # noqa: E402
 
 DELAY_MS = 100  # --group-initial-rebalance-delay-ms: a lone consumer still waits this long
 
 
-class GroupBroker(Broker):
-    """A Broker started with --metrics too; metrics() scrapes and parses /metrics strictly."""
-
-    def __init__(self, binary, workdir, extra=()):
-        super().__init__(binary, workdir, ["--metrics", "127.0.0.1:0",
-                                           "--group-initial-rebalance-delay-ms", str(DELAY_MS),
-                                           *extra])
-        line = self.proc.stdout.readline()  # printed right after "listening on"
-        match = re.match(r"metrics on (http://127\.0\.0\.1:\d+/metrics)", line)
-        if not match:
-            self.stop()
-            raise Failure(f"the broker did not report its metrics port (got {line!r})")
-        self.metrics_url = match.group(1)
-
-    def metrics(self):
-        import urllib.request
-        with urllib.request.urlopen(self.metrics_url, timeout=CLIENT_TIMEOUT_S) as r:
-            return parse_exposition(r.read().decode("utf-8"))[0]
+def metrics(broker):
+    """The broker's /metrics, scraped and parsed strictly."""
+    import urllib.request
+    with urllib.request.urlopen(broker.metrics_url, timeout=CLIENT_TIMEOUT_S) as r:
+        return parse_exposition(r.read().decode("utf-8"))[0]
 
 
 def wait_for(what, condition, timeout=CLIENT_TIMEOUT_S):
@@ -108,7 +96,7 @@ def case_kcat_group_consume(broker):
                     broker.log()) is not None,
           "it asked for the committed offsets (6 per partition) before fetching")
 
-    m = broker.metrics()
+    m = metrics(broker)
     check(value(m, "purgatory_operations_expired_total", purgatory="join") >= 2,
           "the join purgatory counted both initial delays expiring")
     check(value(m, "purgatory_operations_completed_total", purgatory="heartbeat") >= 1,
@@ -177,7 +165,7 @@ def case_kafka_python_split_and_take_over(broker):
         left = time.monotonic()
         wait_for("b to hold all 4 partitions", lambda: parts("b") == [0, 1, 2, 3])
         took = time.monotonic() - left
-        check(value(broker.metrics(), "demo_broker_group_sessions_expired_total") == 0,
+        check(value(metrics(broker), "demo_broker_group_sessions_expired_total") == 0,
               f"b took over every partition {took:.1f} s after a left, through a's LeaveGroup: "
               "no session had to expire")
         for i in range(4):
@@ -252,7 +240,7 @@ def case_kafka_python_killed_member_expires(broker):
     check(re.search(r"group kill: member doomed-\S+ sent no heartbeat within its session timeout "
                     r"\(2000 ms\): expired by the heartbeat purgatory", log) is not None,
           "the broker log shows the heartbeat purgatory expiring the killed member")
-    m = broker.metrics()
+    m = metrics(broker)
     check(value(m, "purgatory_operations_expired_total", purgatory="heartbeat") >= 1,
           "the heartbeat purgatory counted the expiry")
     check(value(m, "demo_broker_group_sessions_expired_total") == 1, "one session expired")
@@ -324,7 +312,9 @@ def main():
         raise Failure("kcat is not installed (Debian package kcat; scripts/packages.sh)")
     extra, run = CASES[args.case]
     with tempfile.TemporaryDirectory(prefix="demo_broker_groups_e2e_") as workdir:
-        run_case(GroupBroker(args.broker, workdir, extra), run)
+        broker = BrokerProcess(args.broker, workdir, ["--group-initial-rebalance-delay-ms",
+                                                       str(DELAY_MS), *extra], metrics=True)
+        run_case(broker, run)
     return 0
 
 

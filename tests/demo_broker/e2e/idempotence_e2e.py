@@ -26,34 +26,27 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_e2e import CLIENT_TIMEOUT_S, Broker, Failure, check, exit_with, kcat, run_case  # noqa: E402
+from broker_e2e import kcat  # noqa: E402
+from broker_process import (  # noqa: E402
+    CLIENT_TIMEOUT_S, BrokerProcess, Failure, check, exit_with, run_case)
 from metrics_e2e import parse_exposition, value  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAULT = ["--fault-drop-produce-response", "3"]
 
 
-class UiBroker(Broker):
-    """A Broker with the live view on a free port too: /metrics and /api/state come from it."""
+def get(broker, path):
+    """GET `path` ("api/state") of the broker's live view, as text."""
+    with urllib.request.urlopen(broker.url + path, timeout=CLIENT_TIMEOUT_S) as r:
+        return r.read().decode("utf-8")
 
-    def __init__(self, binary, workdir, extra=()):
-        super().__init__(binary, workdir, ["--ui", "127.0.0.1:0", *extra])
-        line = self.proc.stdout.readline()  # printed right after "listening on"
-        match = re.match(r"ui on (http://127\.0\.0\.1:\d+)/", line)
-        if not match:
-            self.stop()
-            raise Failure(f"the broker did not report its live view port (got {line!r})")
-        self.ui = match.group(1)
 
-    def get(self, path):
-        with urllib.request.urlopen(self.ui + path, timeout=CLIENT_TIMEOUT_S) as r:
-            return r.read().decode("utf-8")
+def metrics(broker):
+    return parse_exposition(get(broker, "metrics"))[0]
 
-    def metrics(self):
-        return parse_exposition(self.get("/metrics"))[0]
 
-    def state(self):
-        return json.loads(self.get("/api/state"))
+def state(broker):
+    return json.loads(get(broker, "api/state"))
 
 
 def consume_all(broker, topic):
@@ -77,13 +70,13 @@ def check_retries_recognised(broker, at_least=1):
     """The fault fired, and the broker told the retries from new data: counted and logged."""
     faults = len(re.findall(r"fault: Produce v\d+ corr=\d+", broker.log()))
     check(faults >= at_least, f"the broker dropped {faults} produce response(s) (the fault)")
-    m = broker.metrics()
+    m = metrics(broker)
     duplicates = value(m, "demo_broker_duplicate_batches_total")
     check(duplicates >= at_least,
           f"/metrics counts {duplicates:.0f} retried batch(es) answered with their offset")
     check(value(m, "demo_broker_producer_ids_issued_total") >= 1, "/metrics counts producer ids")
     check("duplicate batch on" in broker.log(), "--verbose logged each duplicate batch")
-    producers = broker.state()["producers"]
+    producers = state(broker)["producers"]
     check(producers["duplicate_batches"] == duplicates,
           f"/api/state shows the same {producers['duplicate_batches']} duplicate(s)")
     check(len(producers["recent"]) >= 1 and producers["recent"][0]["producer_id"] >= 0,
@@ -230,7 +223,8 @@ def main():
         raise Failure("kcat is not installed (Debian package kcat; scripts/packages.sh)")
     extra, run = CASES[args.case]
     with tempfile.TemporaryDirectory(prefix="demo_broker_idempotence_e2e_") as workdir:
-        run_case(UiBroker(args.broker, workdir, extra), lambda b: run(b, args.node_modules))
+        run_case(BrokerProcess(args.broker, workdir, extra, ui=True),
+                 lambda b: run(b, args.node_modules))
     return 0
 
 

@@ -32,8 +32,9 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_e2e import (  # noqa: E402
-    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, exit_with, kcat, run_case)
+from broker_e2e import kcat  # noqa: E402
+from broker_process import (  # noqa: E402
+    CLIENT_TIMEOUT_S, BrokerProcess, Failure, check, exit_with, run_case)
 
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_TIMEOUT_S = 90
@@ -175,36 +176,6 @@ def check_semantics(s):
         for m in g["members"]:
             check(m["in_process"] is None or m["in_process"] in in_process,
                   f"member {m['member_id']}: its in-process name is listed")
-
-
-class UiBroker(Broker):
-    """demo_broker with --ui on free loopback ports; log() and stop() are Broker's."""
-
-    def __init__(self, binary, workdir, extra=()):
-        self.log_path = os.path.join(workdir, "broker.log")
-        self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0", "--ui", "127.0.0.1:0", "--verbose", *extra],
-            stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL)
-        text = ""
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline and text.count("\n") < 2:
-            ready, _, _ = select.select([fd], [], [], 0.5)
-            if ready:
-                chunk = os.read(fd, 4096).decode()
-                if not chunk:
-                    break
-                text += chunk
-            elif self.proc.poll() is not None:
-                break
-        listen = re.search(r"^listening on 127\.0\.0\.1:(\d+)$", text, re.M)
-        ui = re.search(r"^ui on (http://127\.0\.0\.1:\d+/)$", text, re.M)
-        if not listen or not ui:
-            self.stop()
-            raise Failure(f"the broker did not print both its port and 'ui on ...' (got {text!r})")
-        self.bootstrap = f"127.0.0.1:{listen.group(1)}"
-        self.url = ui.group(1)
 
 
 def get_state(broker, since=0):
@@ -535,7 +506,7 @@ def main():
         if shutil.which(tool) is None:
             raise Failure(f"{tool} is not installed (scripts/packages.sh installs it)")
     with tempfile.TemporaryDirectory(prefix="demo_broker_ui_") as workdir:
-        run_case(UiBroker(args.broker, workdir),
+        run_case(BrokerProcess(args.broker, workdir, ui=True),
                  lambda b: run(b, workdir, args.rss, args.screenshot))
     print("live view e2e: every check passed")
     return 0

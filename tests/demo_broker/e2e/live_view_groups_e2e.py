@@ -29,9 +29,10 @@ import textwrap
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_e2e import CLIENT_TIMEOUT_S, Failure, check, exit_with, run_case  # noqa: E402
+from broker_process import (  # noqa: E402
+    CLIENT_TIMEOUT_S, BrokerProcess, Failure, check, exit_with, run_case)
 from live_view_e2e import (  # noqa: E402
-    CHROMIUM, STATE, LivePage, UiBroker, check_semantics, get_state, post, validate)
+    CHROMIUM, STATE, LivePage, check_semantics, get_state, post, validate)
 
 GROUP = "lv"
 TOPIC = "lv-topic"
@@ -336,7 +337,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="demo_broker_ui_groups_") as workdir:
         extra = ["--partitions", "4", "--group-initial-rebalance-delay-ms", "300",
                  "--group-min-session-timeout-ms", "500"]
-        run_case(UiBroker(args.broker, workdir, extra),
+        run_case(BrokerProcess(args.broker, workdir, extra, ui=True),
                  lambda b: run(b, workdir, args.screenshot))
     print(f"live view groups e2e: every check passed in {time.monotonic() - started:.0f} s")
     return 0

@@ -14,7 +14,6 @@ import argparse
 import math
 import os
 import re
-import select
 import subprocess
 import sys
 import tempfile
@@ -23,8 +22,9 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_e2e import (  # noqa: E402
-    CLIENT_TIMEOUT_S, START_TIMEOUT_S, Broker, Failure, check, exit_with, kcat, run_case)
+from broker_e2e import kcat  # noqa: E402
+from broker_process import (  # noqa: E402
+    CLIENT_TIMEOUT_S, BrokerProcess, Failure, check, exit_with, run_case)
 
 NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
@@ -159,37 +159,6 @@ def value(samples, name, **labels):
     return samples[key]
 
 
-class MetricsBroker(Broker):
-    """demo_broker with --metrics on free loopback ports; log() and stop() are Broker's."""
-
-    def __init__(self, binary, workdir):
-        self.log_path = os.path.join(workdir, "broker.log")
-        self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--verbose"],
-            stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL)
-        # Unbuffered reads: a buffered readline() could swallow both lines while select() waits.
-        text = ""
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline and text.count("\n") < 2:
-            ready, _, _ = select.select([fd], [], [], 0.5)
-            if ready:
-                chunk = os.read(fd, 4096).decode()
-                if not chunk:
-                    break
-                text += chunk
-            elif self.proc.poll() is not None:
-                break
-        listen = re.search(r"^listening on 127\.0\.0\.1:(\d+)$", text, re.M)
-        metrics = re.search(r"^metrics on http://127\.0\.0\.1:(\d+)/metrics$", text, re.M)
-        if not listen or not metrics:
-            self.stop()
-            raise Failure(f"the broker did not report both ports (got {text!r})")
-        self.bootstrap = f"127.0.0.1:{listen.group(1)}"
-        self.metrics_url = f"http://127.0.0.1:{metrics.group(1)}/metrics"
-
-
 def scrape(url):
     with urllib.request.urlopen(url, timeout=CLIENT_TIMEOUT_S) as r:
         check(r.status == 200, f"GET {url} answered 200")
@@ -285,7 +254,7 @@ def main():
     parser.add_argument("--broker", required=True, help="path to the demo_broker binary")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="demo_broker_metrics_") as workdir:
-        run_case(MetricsBroker(args.broker, workdir), run)
+        run_case(BrokerProcess(args.broker, workdir, metrics=True), run)
     return 0
 
 
