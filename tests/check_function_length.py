@@ -8,7 +8,7 @@ brace opens a function when what precedes it at namespace or class scope ends in
 (possibly followed by qualifiers, a trailing return type or a constructor's initializer list).
 
     check_function_length.py [--max 80] [--top N] PATH...   (files, or folders searched for
-                                                               *.cpp and *.hpp)
+                                                               .cpp, .hpp, .h and .cc files)
 """
 import argparse
 import os
@@ -18,14 +18,15 @@ import sys
 SOURCE_SUFFIXES = (".cpp", ".hpp", ".h", ".cc")
 
 
+def blank(s):
+    """`s` with every character but newlines made a space."""
+    return re.sub(r"[^\n]", " ", s)
+
+
 def blank_literals(text):
     """`text` with comments, string and char literals replaced by spaces (newlines kept)."""
     out = []
     i, n = 0, len(text)
-
-    def blank(s):
-        return re.sub(r"[^\n]", " ", s)
-
     while i < n:
         c = text[i]
         if text.startswith("//", i):
@@ -38,7 +39,7 @@ def blank_literals(text):
             j = n if j < 0 else j + 2
             out.append(blank(text[i:j]))
             i = j
-        elif c == "R" and i + 1 < n and text[i + 1] == '"' and not (i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")):
+        elif text.startswith('R"', i) and not (i > 0 and re.match(r"\w", text[i - 1])):
             m = re.match(r'R"([^(\s]*)\(', text[i:])
             if m:
                 end = text.find(")" + m.group(1) + '"', i + m.end())
@@ -76,7 +77,7 @@ def functions(text):
     """(name, first line, last line) of every function defined at namespace or class scope."""
     code = blank_literals(text)
     # Preprocessor lines (with their continuations) belong to no declaration.
-    code = re.sub(r"(?m)^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group(0)), code)
+    code = re.sub(r"(?m)^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: blank(m.group(0)), code)
     found = []
     scopes = []  # "scope" (namespace, class, the file) or "function" or "other", per open brace
     head_start = 0  # where the text that the next brace belongs to begins
@@ -106,8 +107,10 @@ def functions(text):
                     continue
                 if SCOPE_HEAD.match(head):
                     scopes.append("scope")
-                elif head and FUNCTION_TAIL.search(head) and "(" in head and not head.startswith("="):
-                    first = code.count("\n", 0, head_start + (len(code[head_start:i]) - len(code[head_start:i].lstrip()))) + 1
+                elif FUNCTION_TAIL.search(head) and "(" in head and not head.startswith("="):
+                    raw_head = code[head_start:i]
+                    text_start = head_start + len(raw_head) - len(raw_head.lstrip())
+                    first = code.count("\n", 0, text_start) + 1
                     name = re.search(r"([~\w:<>]+)\s*\(", head)
                     scopes.append(("function", name.group(1) if name else "?", first))
                 else:
