@@ -30,9 +30,15 @@ std::optional<std::string> MailboxValues::published_after(const std::string& key
   return it->second.value;
 }
 
+MailboxValues::Latest MailboxValues::latest(const std::string& key) const {
+  const std::lock_guard lock(mutex_);
+  const auto it = entries_.find(key);
+  return it == entries_.end() ? Latest{} : it->second;
+}
+
 void MailboxValues::publish(const std::string& key, std::string value) {
   const std::lock_guard lock(mutex_);
-  Entry& entry = entries_[key];
+  Latest& entry = entries_[key];
   ++entry.sequence;
   entry.value = std::move(value);
 }

@@ -38,16 +38,18 @@ class MailboxValues {
   /// The latest value on `key` if one was published after `seen` (a sequence()).
   [[nodiscard]] std::optional<std::string> published_after(const std::string& key,
                                                            std::uint64_t seen) const;
+  /// The latest value on `key` and its sequence() (0 and "" for none).
+  struct Latest {
+    std::uint64_t sequence = 0;
+    std::string value;
+  };
+  [[nodiscard]] Latest latest(const std::string& key) const;
   /// Stores `value` as the latest on `key`.
   void publish(const std::string& key, std::string value);
 
  private:
-  struct Entry {
-    std::uint64_t sequence = 0;
-    std::string value;
-  };
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, Entry> entries_;  // guarded by mutex_
+  std::unordered_map<std::string, Latest> entries_;  // guarded by mutex_
 };
 
 /// What Stats answers.

@@ -147,8 +147,8 @@ grpc::ServerUnaryReactor* PurgatoryWaits::wait(grpc::CallbackServerContext* cont
                                                pb::WaitReply* reply) {
   const auto to_deadline = context->deadline() - std::chrono::system_clock::now();
   const bool deadline_first = to_deadline < timeout;
-  auto call = purgatory::make_operation<ParkedWait>(values_, std::move(key),
-                                                    deadline_first ? kNeverExpires : timeout, reply);
+  auto call = purgatory::make_operation<ParkedWait>(
+      values_, std::move(key), deadline_first ? kNeverExpires : timeout, reply);
   call->hold_for_grpc(call);
   purgatory::OperationRef guard;
   if (deadline_first) {
