@@ -131,17 +131,19 @@ PurgatoryWaits::PurgatoryWaits(const MailboxValues& values)
       deadlines_(waits_.timer(), {.name = "deadlines"}) {}
 
 // Which bound ends a Wait is settled when it arrives, so that the counters do not depend on a
-// race between two timers:
+// race between two timers (ours and gRPC's deadline):
 //   - timeout_ms comes first (or there is no deadline): the operation's timeout is timeout_ms;
-//     it expires then, before the deadline, and the call is answered EXPIRED.
-//   - the deadline comes first: the call is withdrawn at the deadline, counted as cancelled, as
-//     a client that gives up is. Its operation gets a timeout it never reaches (kNeverExpires),
-//     so it cannot expire; a guard operation on the same timer expires at the deadline and
-//     cancels it, and gRPC's own deadline (OnCancel()) cancels it too: whichever is first, the
-//     outcome is cancelled, and the operation does not outlive the deadline by more than the
-//     timer's tick. (Were the operation's timeout the deadline itself, it would expire rather
-//     than be cancelled; were it timeout_ms, a timeout_ms a hair after the deadline would race
-//     gRPC's cancel.)
+//     it expires then, before the deadline, and the call is answered EXPIRED. (Only a timeout
+//     that ends within the timer's lateness, a tick or so, of the deadline can meet gRPC's cancel
+//     first.)
+//   - the deadline comes first: the call is withdrawn at the deadline and counted as cancelled,
+//     as a client that gives up is. Its operation gets a timeout it never reaches
+//     (kNeverExpires), so it cannot expire; a guard operation on the same timer expires at the
+//     deadline and cancels it, and gRPC's own deadline (OnCancel()) cancels it too. Whichever is
+//     first, the outcome is cancelled, and the operation does not outlive the deadline by more
+//     than the timer's lateness even if gRPC's cancel is late. (Were the operation's timeout the
+//     deadline itself, it would expire rather than be cancelled; were it timeout_ms, a timeout_ms
+//     a hair after the deadline would race gRPC's cancel.)
 grpc::ServerUnaryReactor* PurgatoryWaits::wait(grpc::CallbackServerContext* context,
                                                std::string key, std::chrono::milliseconds timeout,
                                                pb::WaitReply* reply) {
