@@ -1,5 +1,6 @@
 #include "purgatory_waits.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <new>
@@ -29,8 +30,8 @@ constexpr std::chrono::milliseconds kNeverExpires{4 * kMaxTimeoutMs};
 // on_complete() exactly once per operation, whichever of these decides its outcome first:
 //   - a Publish on the key: check_and_complete() finds try_complete() true -> completed;
 //   - the timer: timeout_ms passed -> expired;
-//   - gRPC's OnCancel() (the client cancelled, or the deadline passed) or the deadline guard ->
-//     cancel() -> cancelled;
+//   - gRPC's OnCancel() (the client cancelled, or the deadline passed) or the deadline guard
+//     (deadline_passed()) -> cancel() -> cancelled;
 //   - shutdown() -> shut_down;
 //   - a Wait the purgatory refused (it had shut down): refuse() -> cancel() -> cancelled.
 // The others then find the outcome decided and do nothing: cancel() returns false, the expiry
@@ -68,6 +69,16 @@ class ParkedWait final : public purgatory::DelayedOperation, public grpc::Server
     cancel();
   }
 
+  // The guard's expiry: the deadline passed while the call waited. The call ends as gRPC's own
+  // deadline ends one, DEADLINE_EXCEEDED, whichever of the two is first: our timer may be a hair
+  // ahead of gRPC's, and a client must not see CANCELLED for a deadline it set.
+  void deadline_passed() {
+    // Relaxed: on_complete() reads it in the cancel() below, on this thread; if OnCancel()'s
+    // cancel() won, gRPC has ended the call already and the status we give is not sent.
+    deadline_passed_.store(true, std::memory_order_relaxed);
+    cancel();
+  }
+
  protected:
   // A value published on the key after the call arrived completes it.
   bool try_complete() override {
@@ -98,6 +109,8 @@ class ParkedWait final : public purgatory::DelayedOperation, public grpc::Server
           reply_->set_outcome(pb::WaitReply::SHUTTING_DOWN);
         } else if (refused_ == Refused::out_of_memory) {
           status = {grpc::StatusCode::RESOURCE_EXHAUSTED, "the server is out of memory"};
+        } else if (deadline_passed_.load(std::memory_order_relaxed)) {
+          status = {grpc::StatusCode::DEADLINE_EXCEEDED, "the deadline passed while it waited"};
         } else {
           status = grpc::Status::CANCELLED;  // nobody reads it: the client is gone
         }
@@ -121,6 +134,7 @@ class ParkedWait final : public purgatory::DelayedOperation, public grpc::Server
   purgatory::Ref<ParkedWait> self_;  // gRPC's hold (see the class comment)
   purgatory::OperationRef guard_;    // set before the watch, taken by on_complete()
   Refused refused_ = Refused::no;    // set before cancel(), read by the on_complete() it runs
+  std::atomic<bool> deadline_passed_{false};  // set by the guard only (deadline_passed())
 };
 
 }  // namespace
@@ -157,7 +171,7 @@ grpc::ServerUnaryReactor* PurgatoryWaits::wait(grpc::CallbackServerContext* cont
     guard = purgatory::make_operation(
         std::chrono::duration_cast<purgatory::Nanos>(to_deadline), [] { return false; },
         [call](Outcome outcome) {
-          if (outcome == Outcome::expired) call->cancel();
+          if (outcome == Outcome::expired) call->deadline_passed();
         });
     call->set_guard(guard);
   }
