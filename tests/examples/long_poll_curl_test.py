@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from example_checks import check, failures  # tests/examples/example_checks.py
+from example_checks import check, report  # tests/examples/example_checks.py
 from polling import eventually  # tests/examples/polling.py
 
 SERVER = sys.argv[1]
@@ -155,7 +155,4 @@ finally:
             p.kill()
             p.wait()
 
-if failures:
-    print("server log:\n  " + "\n  ".join(log))
-    sys.exit(f"{len(failures)} check(s) failed")
-print("long_poll_server driven by curl: all checks passed")
+report(log, "long_poll_server driven by curl")
