@@ -12,6 +12,11 @@ PURGATORY_PACKAGES=(
   libboost1.81-dev libfmt-dev doctest-dev libbenchmark-dev libcli11-dev
   kcat python3 python3-kafka python3-confluent-kafka curl procps gnuplot-nox chromium
   doxygen pkg-config
+  # The gRPC example (examples/grpc/), their only user: gRPC's C++ library and its CMake package,
+  # protoc and grpc_cpp_plugin to generate the code at build time, libprotobuf-dev for the
+  # generated code (libgrpc++-dev does not bring it), and Debian's Python gRPC client for the test.
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio
+  python3-protobuf
 )
 # What the portability builds add (scripts/test installs them only for those presets): clang's
 # libc++ for `libcxx`; the MinGW-w64 cross compiler (posix threads) and Wine to run its tests for

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 
+from example_checks import check, report  # tests/examples/example_checks.py
 from polling import eventually  # tests/examples/polling.py
 
 SERVER = sys.argv[1]
@@ -42,13 +43,6 @@ def read_log():
 
 threading.Thread(target=read_log, daemon=True).start()
 started = []  # curl processes started in the background, stopped at the end
-failures = []
-
-
-def check(ok, what):
-    print(f"  [{'ok' if ok else 'FAILED'}] {what}", flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def curl_args(*args):
@@ -161,7 +155,4 @@ finally:
             p.kill()
             p.wait()
 
-if failures:
-    print("server log:\n  " + "\n  ".join(log))
-    sys.exit(f"{len(failures)} check(s) failed")
-print("long_poll_server driven by curl: all checks passed")
+report(log, "long_poll_server driven by curl")
