@@ -22,47 +22,16 @@
 #include <boost/asio/use_awaitable.hpp>
 #endif
 
+#include "asio_handler_support.hpp"
 #include "contract_support.hpp"
 #include "purgatory_contract_support.hpp"
 #include "purgatory_test_support.hpp"
-#include "race_schedule.hpp"
-#include "seeded_rounds.hpp"
 #include "threads.hpp"
 
 using namespace std::chrono_literals;
 
 namespace purgatory::test {
 namespace {
-
-namespace asio = boost::asio;
-const boost::system::error_code kAborted = asio::error::operation_aborted;
-
-// What a handler received, and how often.
-struct Received {
-  std::atomic<int> calls{0};
-  boost::system::error_code ec;
-  Outcome outcome = Outcome::pending;
-  std::thread::id thread;
-  bool callbacks_had_run = false;
-};
-
-template <class Executor>
-auto recorder(Executor ex, Received& r, const contract::Probe* op = nullptr) {
-  return asio::bind_executor(ex, [&r, op](boost::system::error_code ec, Outcome o) {
-    r.ec = ec;
-    r.outcome = o;
-    r.thread = std::this_thread::get_id();
-    r.callbacks_had_run = op != nullptr && op->callbacks_done.load();
-    r.calls.fetch_add(1);
-  });
-}
-
-// A recorder whose cancellation slot is `signal`'s.
-template <class Executor>
-auto cancellable(asio::cancellation_signal& signal, Executor ex, Received& r,
-                 const contract::Probe* op = nullptr) {
-  return asio::bind_cancellation_slot(signal.slot(), recorder(ex, r, op));
-}
 
 TEST_CASE(
     "asio.hpp: the handler gets no error and the outcome (completed, expired, shut_down) once the "
@@ -191,54 +160,6 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "asio.hpp: cancellations racing checks and the expiry (seeded schedule): exactly one outcome, "
-    "a cancelled one reaches the handler as (operation_aborted, cancelled), any other as itself") {
-  const int n = rounds(200, 40);
-  int cancelled = 0;
-  std::uint64_t request_hits = 0;
-  for_each_seed(n, [&](std::uint64_t round, std::uint64_t seed) {
-    ManualPurgatory<int> p;
-    asio::io_context io;
-    auto op = probe(2ms);
-    asio::cancellation_signal cancel;
-    Received r;
-    p.purgatory.async_watch(op, {1}, cancellable(cancel, io.get_executor(), r));
-    op->completable = true;
-    {
-      RaceSchedule schedule({.seed = seed, .pause_probability = 0.5, .max_pause = 40us});
-      // One round in three cancels first (then the checks and the expiry find it decided); the
-      // others race the cancellation against them. The handler runs later, on io: the signal is
-      // never emitted while its slot is cleared.
-      const bool cancel_first = round % 3 == 0;
-      if (cancel_first) cancel.emit(asio::cancellation_type::terminal);
-      std::thread checker([&] { (void)p.purgatory.check_and_complete(1); });
-      std::thread clock([&] { p.advance(2ms); });
-      std::this_thread::sleep_for(
-          std::chrono::microseconds(seed % 2 == 0 ? seed % 30 : seed % 300));
-      if (!cancel_first) cancel.emit(asio::cancellation_type::terminal);
-      checker.join();
-      clock.join();
-      request_hits += schedule.hits("OutcomeWait::request_cancel");
-    }
-    p.purgatory.shutdown();
-    io.run();
-    REQUIRE(r.calls == 1);
-    CHECK(op->completions == 1);
-    CHECK(r.outcome == op->outcome());
-    if (r.outcome == Outcome::cancelled) {
-      ++cancelled;
-      CHECK(r.ec == kAborted);
-    } else {
-      CHECK_FALSE(r.ec);
-    }
-  });
-  MESSAGE("cancelled " << cancelled << " of " << n);
-  CHECK(cancelled > 0);
-  CHECK(cancelled < n);
-  CHECK(request_hits > 0);
-}
-
-TEST_CASE(
     "asio.hpp: a cancellation that finds the outcome already decided changes nothing: the wait "
     "completes with that outcome (completed, callbacks not yet run)") {
   ManualPurgatory<int> p;
@@ -262,29 +183,6 @@ TEST_CASE(
   CHECK(r.calls == 1);
   CHECK_FALSE(r.ec);
   CHECK(r.outcome == Outcome::completed);
-  CHECK(p.purgatory.metrics().cancelled_total == 0);
-}
-
-TEST_CASE(
-    "asio.hpp: a cancellation that finds the timeout firing changes nothing: the wait completes "
-    "with Outcome::expired") {
-  ManualPurgatory<int> p;
-  asio::io_context io;
-  auto op = probe(5ms);
-  asio::cancellation_signal cancel;
-  Received r;
-  p.purgatory.async_watch(op, {1}, cancellable(cancel, io.get_executor(), r, op.get()));
-  RaceSchedule schedule(RaceSchedule::at_each(
-      "DelayedOperation::complete_with: still pending",
-      [&] { on_another_thread([&] { cancel.emit(asio::cancellation_type::terminal); }); }));
-  p.advance(5ms);  // the expiry starts, and the cancellation comes before it takes the lock
-  CHECK(schedule.hits("complete_with: still pending") == 1);
-  CHECK(schedule.hits("OutcomeWait::request_cancel") == 1);
-  io.run();
-  CHECK(r.calls == 1);
-  CHECK_FALSE(r.ec);
-  CHECK(r.outcome == Outcome::expired);
-  CHECK(op->expirations == 1);
   CHECK(p.purgatory.metrics().cancelled_total == 0);
 }
 

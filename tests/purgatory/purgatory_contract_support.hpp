@@ -3,13 +3,17 @@
 // read what the library printed to stderr, and calls held in the windows the promises speak of.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
 #include <functional>
+#include <new>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <unistd.h>
 
@@ -17,7 +21,10 @@
 
 #include "contract_support.hpp"
 #include "operation_timeout.hpp"
+#include "purgatory/delayed_future.hpp"
 #include "purgatory/delayed_operation.hpp"
+#include "purgatory/delayed_operation_purgatory.hpp"
+#include "purgatory/timer/system_timer.hpp"
 #include "purgatory_test_support.hpp"
 #include "race_schedule.hpp"
 #include "sanitizers.hpp"
@@ -181,4 +188,87 @@ using contract::HeldInCallback;
 using contract::probe;
 using contract::ProbeRef;
 using contract::Signal;
+
+// Helpers shared by a header's contract tests and its race tests.
+
+// What a DelayedFuture's response callback saw.
+struct Response {
+  std::atomic<int> calls{0};
+  std::atomic<Outcome> outcome{Outcome::pending};
+  std::thread::id thread;  // written before calls is incremented
+  std::size_t futures = 0;
+  std::size_t done_futures = 0;
+
+  DelayedFuture<int>::Callback callback() {
+    return [this](const std::vector<SharedFuture<int>>& fs, Outcome o) {
+      futures = fs.size();
+      done_futures = 0;
+      for (const auto& f : fs)
+        done_futures += f.is_done() ? 1 : 0;
+      outcome = o;
+      thread = std::this_thread::get_id();
+      calls.fetch_add(1);
+    };
+  }
+};
+
+// An outcome listener that counts its calls, keeps the outcome, and notes a call made before the
+// operation's callbacks finished or with its lock held.
+class Listener final : public detail::OutcomeListener {
+ public:
+  Listener(std::atomic<int>& calls, std::atomic<Outcome>& seen, const ProbeRef& op,
+           std::atomic<bool>& before_callbacks)
+      : calls_(calls), seen_(seen), op_(op.get()), before_callbacks_(before_callbacks) {}
+  void on_outcome(Outcome outcome) noexcept override {
+    if (!op_->callbacks_done.load() || op_->lock_held_by_current_thread()) before_callbacks_ = true;
+    seen_ = outcome;
+    calls_.fetch_add(1);
+  }
+
+ private:
+  std::atomic<int>& calls_;
+  std::atomic<Outcome>& seen_;
+  contract::Probe* op_;
+  std::atomic<bool>& before_callbacks_;
+};
+
+// A key whose copy throws while `fail_copies` is set: the purgatory copies keys into its map.
+struct FragileKey {
+  static inline std::atomic<bool> fail_copies{false};
+  int value = 0;
+  explicit FragileKey(int v) : value(v) {}
+  FragileKey(const FragileKey& other) : value(other.value) {
+    if (fail_copies.load()) throw std::bad_alloc();
+  }
+  FragileKey& operator=(const FragileKey&) = default;
+  bool operator==(const FragileKey& other) const { return value == other.value; }
+};
+struct FragileKeyHash {
+  std::size_t operator()(const FragileKey& k) const { return std::hash<int>{}(k.value); }
+};
+
+// What a refused call must leave: nothing of the operation anywhere, and a retry that works.
+template <class P>
+void check_refused_left_nothing(P& purgatory, SystemTimer& timer, const ProbeRef& op,
+                                std::size_t timer_size_before) {
+  CHECK(purgatory.watched() == 0);
+  CHECK(purgatory.num_delayed() == 0);
+  CHECK(timer.size() == timer_size_before);
+  CHECK_FALSE(op->was_watched());
+  CHECK(op->outcome() == Outcome::pending);
+  CHECK(op->completions == 0);
+  const auto m = purgatory.metrics();
+  CHECK(m.completed_total + m.expired_total + m.shut_down_total + m.cancelled_total == 0);
+}
+
+// Watches `op` on `keys`, which must be refused by a key copy throwing (FragileKey::fail_copies,
+// set by the caller or meanwhile); key copies work again afterwards.
+template <class P, std::size_t N>
+void watch_expecting_copy_failure(P& purgatory, const ProbeRef& op,
+                                  const std::array<FragileKey, N>& keys) {
+  CHECK_THROWS_AS(purgatory.try_complete_else_watch(op, std::span<const FragileKey>(keys)),
+                  std::bad_alloc);
+  FragileKey::fail_copies = false;
+}
+
 }  // namespace purgatory::test

@@ -72,7 +72,10 @@ bool fail_this_one() noexcept {
 namespace purgatory::sweep {
 
 void arm(std::uint64_t fail_at, Mode mode) noexcept {
+#if defined(PURGATORY_RACE_HOOKS)
+  // Only the hooked copy of the timer has the task pool's hook (purgatory_test_allocations_hooked).
   purgatory::detail::set_allocation_fault_hook(&fail_this_one);
+#endif
   t_state.armed = true;
   t_state.mode = mode;
   t_state.fail_at = fail_at;

@@ -30,7 +30,7 @@ struct Counts {
 };
 
 // Arms the calling thread: its `fail_at`-th allocation from now on fails (0: none, counting
-// only). Installs the task pool's hook on first use.
+// only). Installs the task pool's hook on first use (built against the hooked libraries only).
 void arm(std::uint64_t fail_at, Mode mode) noexcept;
 // Stops counting on the calling thread and returns what it counted.
 Counts disarm() noexcept;

@@ -18,7 +18,6 @@
 
 #include "purgatory/timer/external_driver.hpp"
 #include "purgatory/timer/system_timer.hpp"
-#include "race_schedule.hpp"
 #include "threads.hpp"
 #include "timer_contract_support.hpp"
 
@@ -26,25 +25,6 @@ using namespace std::chrono_literals;
 using namespace purgatory;
 using namespace purgatory::contract;
 using namespace purgatory::test;
-
-namespace {
-
-// A timer on a manual clock with the executor given.
-struct Timed {
-  explicit Timed(std::shared_ptr<purgatory::Executor> executor,
-                 purgatory::TaskErrorHandler on_error = {})
-      : timer(driven_by_hand(clock, std::move(executor),
-                             {.name = "exec", .on_task_error = std::move(on_error)})) {}
-  void advance(Nanos by) {
-    clock.advance(by);
-    driver.advance_clock();
-  }
-  ManualClock clock;
-  SystemTimer timer;
-  ExternalDriver driver{timer};
-};
-
-}  // namespace
 
 static_assert(!std::is_copy_constructible_v<ExpiredBatch>);
 static_assert(!std::is_copy_assignable_v<ExpiredBatch>);
@@ -97,26 +77,6 @@ TEST_CASE(
   t.advance(5ms);
   stash->run_all();
   CHECK(moved->runs == 1);  // once, at its new deadline
-}
-
-TEST_CASE(
-    "executor.hpp: the claim decides between run_all() and cancel(): a cancel() just before it "
-    "returns true and the task does not run, one just after returns false and the run happens") {
-  for (const ClaimSide c : kClaimSides) {
-    INFO(c.point);
-    auto stash = std::make_shared<StashExecutor>();
-    Timed t(stash);
-    auto task = purgatory::make_task<CountingTask>();
-    t.timer.add(task, 1ms);
-    t.advance(1ms);
-    bool cancelled = !c.before_claim;
-    RaceSchedule schedule(RaceSchedule::at_first(
-        c.point, [&] { on_another_thread([&] { cancelled = task->cancel(); }); }));
-    stash->run_all();
-    CHECK(cancelled == c.before_claim);
-    CHECK(task->runs == (c.before_claim ? 0 : 1));
-    CHECK(schedule.hits(c.point) == 1);
-  }
 }
 
 TEST_CASE(

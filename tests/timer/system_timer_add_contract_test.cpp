@@ -20,7 +20,6 @@
 
 #include <doctest/doctest.h>
 
-#include "race_schedule.hpp"
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;

@@ -21,7 +21,6 @@
 #include <doctest/doctest.h>
 
 #include "purgatory/timer/external_driver.hpp"
-#include "race_schedule.hpp"
 #include "timer_contract_support.hpp"
 
 using namespace std::chrono_literals;

@@ -13,6 +13,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -20,9 +21,16 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__) || defined(__APPLE__)
+#include <pthread.h>
+#endif
+
 #include "contract_support.hpp"
+#include "manual_timer.hpp"
 #include "platform/thread_name.hpp"
 #include "purgatory/timer/executor.hpp"
+#include "purgatory/timer/external_driver.hpp"
+#include "purgatory/timer/system_timer.hpp"
 #include "timer_test_support.hpp"
 
 #include "allocation_counter.hpp"
@@ -148,9 +156,17 @@ inline constexpr std::array<ClaimSide, 2> kClaimSides{
     {{"ExpiredBatch::run_all: before the claim", true},
      {"ExpiredBatch::run_all: claimed, before run", false}}};
 
-// The calling thread's name (Linux keeps 15 characters).
+// The calling thread's name (Linux keeps 15 characters), as the system reports it. Read here on
+// POSIX rather than through the timer's platform layer, which libpurgatory_timer.so does not
+// export.
 inline std::string thread_name() {
+#if defined(__linux__) || defined(__APPLE__)
+  char buf[64] = {};
+  (void)::pthread_getname_np(::pthread_self(), buf, sizeof(buf));
+  return buf;
+#else
   return platform::this_thread_name();
+#endif
 }
 
 // The names of this process's threads (Linux keeps 15 characters), read from /proc: Linux only,
@@ -202,3 +218,36 @@ class Watchdog {
 };
 
 }  // namespace purgatory::contract
+
+// Helpers shared by a header's contract tests and its race tests.
+namespace purgatory::test {
+
+// A timer on a manual clock with the executor given.
+struct Timed {
+  explicit Timed(std::shared_ptr<purgatory::Executor> executor,
+                 purgatory::TaskErrorHandler on_error = {})
+      : timer(driven_by_hand(clock, std::move(executor),
+                             {.name = "exec", .on_task_error = std::move(on_error)})) {}
+  void advance(Nanos by) {
+    clock.advance(by);
+    driver.advance_clock();
+  }
+  ManualClock clock;
+  SystemTimer timer;
+  ExternalDriver driver{timer};
+};
+
+// Counts runs in progress and the most ever seen at once.
+struct Overlap {
+  std::atomic<int> in_run{0};
+  std::atomic<int> most{0};
+  void enter() {
+    const int now = in_run.fetch_add(1) + 1;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+  }
+  void leave() { in_run.fetch_sub(1); }
+};
+
+}  // namespace purgatory::test
