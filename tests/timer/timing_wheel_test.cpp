@@ -1,13 +1,283 @@
-#include "timing_wheel.hpp"
-
+// Tests of the timing wheel (timer/src/timing_wheel.hpp, internal to the library): one test per
+// promise (docs/contracts.md).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <memory>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
 #include <doctest/doctest.h>
+
+#include "timer_contract_support.hpp"
+#include "timing_wheel.hpp"
+
+using purgatory::TaskRef;
+using purgatory::TimerTask;
+using purgatory::detail::TimerTaskList;
+using purgatory::detail::TimingWheel;
+using purgatory::test::make_counting_tasks;
+
+namespace {
+
+// Drives `wheel` to `until` the way SystemTimer does: expire the earliest bucket, re-add its
+// tasks; a task the wheel refuses is due: record the wheel time at which that happened.
+void drive(TimingWheel& wheel, std::int64_t until, std::map<const TimerTask*, std::int64_t>& due,
+           std::map<const TimerTask*, int>& times_due) {
+  while (wheel.expire_next(until, [&](TimerTask& t) {
+    if (!wheel.add(t, TimingWheel::expiration_of(t))) {
+      due[&t] = wheel.current_time();
+      ++times_due[&t];
+    }
+  })) {
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "timing_wheel.hpp: the constructor throws std::invalid_argument naming a tick <= 0, a "
+    "wheel_size outside [2, kMaxWheelSize] or a start_time < 0") {
+  CHECK_THROWS_WITH_AS(TimingWheel(0, 20, 0), doctest::Contains("0"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TimingWheel(-7, 20, 0), doctest::Contains("-7"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TimingWheel(1, 1, 0), doctest::Contains("1"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TimingWheel(1, TimingWheel::kMaxWheelSize + 1, 0),
+                       doctest::Contains("65537"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TimingWheel(1, 20, -5), doctest::Contains("-5"), std::invalid_argument);
+  CHECK_NOTHROW(TimingWheel(1, 2, 0));
+  CHECK_NOTHROW(TimingWheel(1, TimingWheel::kMaxWheelSize, 0));
+}
+
+TEST_CASE(
+    "timing_wheel.hpp: add() returns false and leaves the task untouched when expiration < "
+    "current_time() + tick(), true when it places it") {
+  TimingWheel wheel(10, 8, 1000);
+  auto tasks = make_counting_tasks(2);
+  CHECK_FALSE(wheel.add(*tasks[0], 1009));
+  CHECK(wheel.size() == 0);
+  CHECK_FALSE(wheel.next_expiration().has_value());
+  TimerTaskList elsewhere;  // untouched: it can be linked anywhere
+  elsewhere.add(*tasks[0]);
+  CHECK(elsewhere.size() == 1);
+  elsewhere.flush([](TimerTask&) {});
+  CHECK(wheel.add(*tasks[1], 1010));
+  CHECK(wheel.size() == 1);
+  wheel.drain([](TimerTask&) {});
+}
+
+TEST_CASE("timing_wheel.hpp: a task is placed in the bucket that starts at or before it") {
+  TimingWheel wheel(10, 8, 1000);
+  auto tasks = make_counting_tasks(3);
+  REQUIRE(wheel.add(*tasks[0], 1015));
+  CHECK(wheel.next_expiration() == 1010);
+  CHECK(TimingWheel::expiration_of(*tasks[0]) == 1015);
+  REQUIRE(wheel.add(*tasks[1], 1234));  // past this level's interval (80): an overflow level
+  wheel.remove(*tasks[0]);
+  CHECK(wheel.next_expiration() <= 1234);
+  CHECK(wheel.next_expiration() > 1234 - wheel.interval());
+  wheel.drain([](TimerTask&) {});
+}
+
+TEST_CASE(
+    "timing_wheel.hpp: overflow wheels are created on first use, each with a tick equal to the "
+    "interval below, short timeouts need one level") {
+  TimingWheel wheel(1, 20, 0);
+  auto tasks = make_counting_tasks(3);
+  REQUIRE(wheel.add(*tasks[0], 19));
+  CHECK(wheel.levels() == 1);
+  CHECK(wheel.overflow_wheel() == nullptr);
+  CHECK(wheel.interval() == 20);
+  REQUIRE(wheel.add(*tasks[1], 25));
+  CHECK(wheel.levels() == 2);
+  REQUIRE(wheel.overflow_wheel() != nullptr);
+  CHECK(wheel.overflow_wheel()->tick() == wheel.interval());
+  REQUIRE(wheel.add(*tasks[2], 1000));
+  CHECK(wheel.levels() == 3);
+  CHECK(wheel.overflow_wheel()->overflow_wheel()->tick() == wheel.overflow_wheel()->interval());
+  CHECK(wheel.level_size() == 1);
+  CHECK(wheel.overflow_wheel()->level_size() == 1);
+  CHECK(wheel.size() == 3);
+  wheel.drain([](TimerTask&) {});
+}
+
+TEST_CASE(
+    "timing_wheel.hpp: remove() unlinks a task from any level: it never expires, and the sizes "
+    "and next_expiration() follow") {
+  TimingWheel wheel(1, 20, 0);
+  auto tasks = make_counting_tasks(2);
+  REQUIRE(wheel.add(*tasks[0], 5));
+  REQUIRE(wheel.add(*tasks[1], 300));
+  TimingWheel::remove(*tasks[0]);
+  CHECK(wheel.size() == 1);
+  CHECK(wheel.level_size() == 0);
+  CHECK(wheel.next_expiration() > 5);
+  TimingWheel::remove(*tasks[1]);
+  CHECK(wheel.size() == 0);
+  CHECK_FALSE(wheel.next_expiration().has_value());
+  int expired = 0;
+  CHECK_FALSE(wheel.expire_next(10'000, [&](TimerTask&) { ++expired; }));
+  CHECK(expired == 0);
+}
+
+TEST_CASE(
+    "timing_wheel.hpp: advance_clock(time) moves every level's current time to that time, rounded "
+    "down "
+    "to that level's tick") {
+  TimingWheel wheel(10, 4, 0);
+  auto tasks = make_counting_tasks(1);
+  REQUIRE(wheel.add(*tasks[0], 1000));  // levels of tick 10, 40, 160, 640
+  REQUIRE(wheel.levels() == 4);
+  wheel.advance_clock(657);
+  const TimingWheel* w = &wheel;
+  for (const std::int64_t expected : {650, 640, 640, 640}) {
+    REQUIRE(w != nullptr);
+    CHECK(w->current_time() == expected);
+    w = w->overflow_wheel();
+  }
+  wheel.drain([](TimerTask&) {});
+}
+
+TEST_CASE(
+    "timing_wheel.hpp: next_expiration() is the earliest non-empty bucket over all levels, none "
+    "when nothing is held") {
+  TimingWheel wheel(1, 8, 0);
+  CHECK_FALSE(wheel.next_expiration().has_value());
+  auto tasks = make_counting_tasks(3);
+  REQUIRE(wheel.add(*tasks[0], 100));
+  REQUIRE(wheel.add(*tasks[1], 6));
+  REQUIRE(wheel.add(*tasks[2], 40));
+  CHECK(wheel.next_expiration() == 6);
+  TimingWheel::remove(*tasks[1]);
+  const auto next = wheel.next_expiration();
+  REQUIRE(next.has_value());
+  CHECK(*next <= 40);
+  CHECK(*next > 8);  // a bucket of a coarser level, starting at or before 40
+  wheel.drain([](TimerTask&) {});
+  CHECK_FALSE(wheel.next_expiration().has_value());
+}
+
+TEST_CASE(
+    "timing_wheel.hpp: expire_next() expires the earliest bucket only when due by the time given, "
+    "advancing the clock to it, re-adding cascades each task down until it is due at its own "
+    "tick (500 random tasks, 3 levels and more)") {
+  TimingWheel wheel(1, 8, 0);
+  std::mt19937_64 rng(3);
+  auto tasks = make_counting_tasks(500);
+  std::map<const TimerTask*, std::int64_t> expiration;
+  for (auto& t : tasks) {
+    const auto e = static_cast<std::int64_t>(1 + rng() % 3000);
+    REQUIRE(wheel.add(*t, e));
+    expiration[t.get()] = e;
+  }
+  CHECK(wheel.levels() >= 3);
+  // Nothing is due at 0: false, and the clock does not move.
+  CHECK_FALSE(wheel.expire_next(0, [](TimerTask&) { FAIL("nothing is due"); }));
+  CHECK(wheel.current_time() == 0);
+  std::map<const TimerTask*, std::int64_t> due;
+  std::map<const TimerTask*, int> times_due;
+  for (std::int64_t until = 0; until < 3000; until += 97)
+    drive(wheel, until, due, times_due);
+  drive(wheel, 3000, due, times_due);
+  CHECK(wheel.size() == 0);
+  REQUIRE(due.size() == 500);
+  for (const auto& [task, at] : due) {
+    CHECK(times_due[task] == 1);
+    CHECK(at == expiration[task]);  // tick 1: due exactly at its expiration, never earlier
+  }
+}
+
+TEST_CASE(
+    "timing_wheel.hpp: expire_due() takes every task due by the time given, bucket after bucket in "
+    "time "
+    "order, fn returning false stops early and the rest waits for the next call") {
+  TimingWheel wheel(1, 8, 0);
+  auto tasks = make_counting_tasks(30);
+  std::map<const TimerTask*, std::int64_t> expiration;
+  for (int i = 0; i < 30; ++i) {
+    const std::int64_t e = 1 + (i * 7) % 50;  // some share a bucket, some cascade
+    REQUIRE(wheel.add(*tasks[i], e));
+    expiration[tasks[i].get()] = e;
+  }
+  std::vector<std::int64_t> order;
+  int calls = 0;
+  // Stop after 5 tasks: returns false, the rest stays.
+  const bool all = wheel.expire_due(30, [&](TimerTask& t) {
+    if (!wheel.add(t, TimingWheel::expiration_of(t))) order.push_back(expiration[&t]);
+    return ++calls < 5;
+  });
+  CHECK_FALSE(all);
+  CHECK(wheel.size() + order.size() == 30);
+  while (!wheel.expire_due(30, [&](TimerTask& t) {
+    if (!wheel.add(t, TimingWheel::expiration_of(t))) order.push_back(expiration[&t]);
+    return true;
+  })) {
+  }
+  CHECK(wheel.current_time() == 30);  // everything due was taken: the clock is at `time`
+  std::size_t due_by_30 = 0;
+  for (const auto& [task, e] : expiration)
+    due_by_30 += e <= 30 ? 1 : 0;
+  CHECK(order.size() == due_by_30);
+  CHECK(std::is_sorted(order.begin(), order.end()));  // bucket after bucket, in time order
+  CHECK(wheel.size() == 30 - due_by_30);
+  wheel.drain([](TimerTask&) {});
+}
+
+TEST_CASE(
+    "timing_wheel.hpp: drain() unlinks every task of every level, for_each_task() visits each "
+    "without unlinking") {
+  TimingWheel wheel(1, 4, 0);
+  auto tasks = make_counting_tasks(12);
+  for (int i = 0; i < 12; ++i)
+    REQUIRE(wheel.add(*tasks[i], 1 + i * i * 3));
+  REQUIRE(wheel.levels() >= 3);
+  std::set<const TimerTask*> visited;
+  wheel.for_each_task([&](TimerTask& t) { CHECK(visited.insert(&t).second); });
+  CHECK(visited.size() == 12);
+  CHECK(wheel.size() == 12);
+  std::set<const TimerTask*> drained;
+  wheel.drain([&](TimerTask& t) { CHECK(drained.insert(&t).second); });
+  CHECK(drained == visited);
+  CHECK(wheel.size() == 0);
+  CHECK_FALSE(wheel.next_expiration().has_value());
+}
+
+TEST_CASE(
+    "timing_wheel.hpp: the destructor unlinks every task still held: each can be linked "
+    "elsewhere afterwards") {
+  auto tasks = make_counting_tasks(6);
+  {
+    TimingWheel wheel(1, 4, 0);
+    for (int i = 0; i < 6; ++i)
+      REQUIRE(wheel.add(*tasks[i], 2 + i * 10));
+  }
+  TimerTaskList list;  // a task still linked to the dead wheel would touch freed memory here
+  for (auto& t : tasks)
+    list.add(*t);
+  CHECK(list.size() == 6);
+  list.flush([](TimerTask&) {});
+}
+
+TEST_CASE(
+    "timing_wheel.hpp: memory_bytes() is bookkeeping only: it grows with levels, not with the "
+    "tasks held") {
+  TimingWheel wheel(1, 20, 0);
+  const std::size_t one_level = wheel.memory_bytes();
+  CHECK(one_level > 0);
+  auto tasks = make_counting_tasks(2000);
+  for (int i = 0; i < 1000; ++i)
+    REQUIRE(wheel.add(*tasks[i], 1 + i % 19));
+  CHECK(wheel.memory_bytes() == one_level);
+  for (int i = 1000; i < 2000; ++i)
+    REQUIRE(wheel.add(*tasks[i], 100 + i % 200));
+  CHECK(wheel.levels() == 2);
+  const std::size_t two_levels = wheel.memory_bytes();
+  CHECK(two_levels > one_level);
+  wheel.drain([](TimerTask&) {});
+  CHECK(wheel.memory_bytes() == two_levels);
+}
 
 namespace {
 

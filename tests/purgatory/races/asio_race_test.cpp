@@ -1,6 +1,6 @@
 // purgatory/asio.hpp: async_watch()'s cancellation racing checks and the expiry, on the hooked
 // libraries at their named race points. The rest of the header's promises:
-// tests/purgatory/asio_contract_test.cpp.
+// tests/purgatory/asio_test.cpp.
 #include "purgatory/asio.hpp"
 
 #include <atomic>
@@ -107,9 +107,6 @@ TEST_CASE(
   CHECK(op->expirations == 1);
   CHECK(p.purgatory.metrics().cancelled_total == 0);
 }
-
-#if defined(BOOST_ASIO_HAS_CO_AWAIT)
-#endif
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 // timer/async.hpp's promises about races (async_wait and friends against expiry and
 // cancellation), tested on the hooked timer at its named race points. The rest of the header's
-// promises: tests/timer/async_contract_test.cpp.
+// promises: tests/timer/async_wait_test.cpp.
 #include "purgatory/timer/async.hpp"
 
 #include <atomic>
@@ -40,10 +40,6 @@ using boost::system::error_code;
 using namespace purgatory;
 using namespace purgatory::contract;
 using namespace purgatory::test;
-
-#if defined(__cpp_lib_jthread)
-#else
-#endif  // __cpp_lib_jthread
 
 #if defined(__cpp_lib_jthread)
 
@@ -118,10 +114,3 @@ TEST_CASE(
 }
 
 #endif  // __cpp_lib_jthread
-
-#if defined(BOOST_ASIO_HAS_CO_AWAIT)
-
-#if defined(__cpp_lib_jthread)
-
-#endif  // __cpp_lib_jthread
-#endif

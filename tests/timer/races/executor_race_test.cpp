@@ -1,5 +1,5 @@
 // timer/executor.hpp's promise about the claim racing cancel(), tested on the hooked timer at its
-// named race points. The rest of the header's promises: tests/timer/executor_contract_test.cpp.
+// named race points. The rest of the header's promises: tests/timer/executor_test.cpp.
 #include "purgatory/timer/executor.hpp"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // timer/periodic_task.hpp's promises about concurrent runs, start() and cancel(), tested on the
 // hooked timer at its named race points (seeded schedules). The rest of the header's promises:
-// tests/timer/periodic_task_contract_test.cpp.
+// tests/timer/periodic_task_test.cpp.
 #include "purgatory/timer/periodic_task.hpp"
 
 #include <atomic>

@@ -1,4 +1,5 @@
-// Contract tests for purgatory/timer/async.hpp: one test per promise (docs/contracts.md).
+// Tests of purgatory/timer/async.hpp's async_wait(): one test per promise (docs/contracts.md);
+// older tests of the same header are in async_test.cpp, races in races/async_race_test.cpp.
 #include "purgatory/timer/async.hpp"
 
 #include <atomic>

@@ -1,7 +1,7 @@
 // outcome.hpp: the outcomes and their names. What each outcome means for the callbacks (on_complete
 // for all three, on_expiration only for expired) and "every operation a purgatory accepts ends
-// with exactly one" are held by delayed_operation_contract_test.cpp and the race tests of
-// delayed_operation_purgatory_contract_test.cpp (docs/contracts.md).
+// with exactly one" are held by delayed_operation_test.cpp and the race tests of
+// delayed_operation_purgatory.hpp in races/ (docs/contracts.md).
 #include "purgatory/outcome.hpp"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // Regressions of drain() that need the hooked timer's race points: drain() waits for the tasks
 // handed to the executor. Each fails with its fix reverted. The other regressions of drain() and
-// the bases: tests/timer/drain_and_bases_regression_test.cpp.
+// the bases: tests/timer/system_timer_drain_and_bases_test.cpp.
 #include "purgatory/timer/system_timer.hpp"
 
 #include <algorithm>
