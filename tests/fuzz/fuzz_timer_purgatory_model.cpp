@@ -204,8 +204,8 @@ class Harness {
   void add(int slot, std::int64_t delay, Action action) {
     TaskModel& t = tasks_[slot];
     const std::int64_t now = this->now();
-    // A task due at once never enters the wheel, so max_pending does not refuse it.
-    if (delay > 0 && would_reject(task_in_wheel(t))) {
+    // Every scheduled task holds a unit of max_pending, a task due at once included.
+    if (would_reject(task_holds_unit(t))) {
       try {
         timer_->add(t.task, Nanos{delay});
       } catch (const purgatory::TimerRejected& e) {
@@ -228,7 +228,7 @@ class Harness {
     // An absolute deadline up to 64 units in the past or 190 in the future.
     const std::int64_t deadline =
         std::max<std::int64_t>(0, now + (static_cast<std::int64_t>(script_.byte()) - 64) * kUnit);
-    if (!runs_at_once(deadline) && would_reject(task_in_wheel(t))) {
+    if (would_reject(task_holds_unit(t))) {
       try {
         timer_->add_at(t.task, Nanos{deadline});
       } catch (const purgatory::TimerRejected&) {
@@ -251,9 +251,9 @@ class Harness {
     const bool expected = t.pending;
     const std::int64_t now = this->now();
     const std::uint64_t runs = t.runs;
-    // A due task holds no unit of max_pending: moved into the wheel past the limit, it is refused
-    // and stays as it was.
-    if (expected && delay > 0 && would_reject(task_in_wheel(t))) {
+    // A scheduled task keeps its unit of max_pending when moved; one taken out by a drive and not
+    // yet started takes a unit again, and past the limit it is refused and stays as it was.
+    if (expected && would_reject(task_holds_unit(t))) {
       try {
         (void)timer_->reschedule(*t.task, Nanos{delay});
       } catch (const purgatory::TimerRejected& e) {
@@ -359,7 +359,7 @@ class Harness {
     m.keys = keys;
     m.deadline = now + std::max<std::int64_t>(timeout, 0);
     m.expect_complete = ready;
-    m.may_expire_early = !ready && !runs_at_once(m.deadline) && would_reject(false);
+    m.may_expire_early = !ready && would_reject(false);
     if (!ready && !m.may_expire_early) note_schedule(false);
     const bool at_once = runs_at_once(m.deadline);
     m.expiration = at_once ? now : round_up(m.deadline);
@@ -545,8 +545,21 @@ class Harness {
       n += op_in_wheel(m) ? 1 : 0;
     return n;
   }
-  bool would_reject(bool already_in_wheel) const {
-    return max_pending_ != 0 && !already_in_wheel && in_wheel() >= max_pending_;
+  // What max_pending counts: every scheduled task, in the wheel or on the due list; during a drive,
+  // what is due has been taken out and gave its unit back.
+  bool task_holds_unit(const TaskModel& t) const {
+    return t.pending && (!in_drive_ || t.expiration > drive_now_);
+  }
+  std::size_t units() const {
+    std::size_t n = 0;
+    for (const TaskModel& t : tasks_)
+      n += task_holds_unit(t) ? 1 : 0;
+    for (const OpModel& m : ops_)
+      n += m.in_wheel && (!in_drive_ || m.expiration > drive_now_) ? 1 : 0;
+    return n;
+  }
+  bool would_reject(bool already_holds_unit) const {
+    return max_pending_ != 0 && !already_holds_unit && units() >= max_pending_;
   }
 
   void check_all_due_ran(std::int64_t now) {
