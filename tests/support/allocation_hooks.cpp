@@ -46,7 +46,7 @@ std::atomic<std::uint64_t> g_allocations{0};
 std::atomic<std::uint64_t> g_requested{0};
 
 // Counts one allocation of an armed thread; true when it must fail.
-bool fail_this_one() noexcept {
+[[maybe_unused]] bool fail_this_one() noexcept {
   ThreadState& s = t_state;
   if (!s.armed) return false;
   ++s.armed_allocations;
