@@ -1,8 +1,9 @@
 // purgatory_bench: Kafka's TestPurgatoryPerformance, against a naive purgatory.
 //
-// Three modes, each in its own file: the rate run (mode_rate.hpp: requests arriving at --rate,
+// Four modes, each in its own file: the rate run (mode_rate.hpp: requests arriving at --rate,
 // completed or expired, with CPU, RSS and latency figures), the soak (mode_soak.hpp: the rate run
-// for --duration seconds, with a verdict) and the memory per parked request (mode_parked.hpp).
+// for --duration seconds, with a verdict), the memory per parked request (mode_parked.hpp) and
+// the top speed (mode_max_rate.hpp: the highest rate each implementation sustains on time).
 // The implementations, each in its own file behind purgatory_under_test.hpp: ours (the library's
 // purgatory), naive (the obvious one), lean (a lower bound, not a purgatory) and null (the
 // harness alone).
@@ -26,6 +27,7 @@
 #include <CLI/CLI.hpp>
 
 #include "config.hpp"
+#include "mode_max_rate.hpp"
 #include "mode_parked.hpp"
 #include "mode_rate.hpp"
 #include "mode_soak.hpp"
@@ -69,6 +71,34 @@ std::vector<const Implementation*> implementations(const std::string& list) {
   for (const std::string& name : impl_list(list))
     out.push_back(find_implementation(name));
   return out;
+}
+
+// --max-rate and the options that only it takes. Returns the flag.
+CLI::Option* add_max_rate_options(CLI::App& app, Config& config, bool& max_rate) {
+  CLI::Option* flag =
+      app.add_flag("--max-rate", max_rate,
+                   "top-speed mode: for each --impl (default ours,lean,naive), the highest rate "
+                   "with p99 completion lateness <= --lateness-limit ms and nothing lost, found "
+                   "from --rate by doubling then bisecting")
+          ->excludes("--parked")
+          ->excludes("--soak");
+  CLI::Option* step =
+      app.add_option("--step", config.step_s, "--max-rate: seconds of arrivals per step")
+          ->check(CLI::Range(0.1, 600.0));
+  CLI::Option* precision =
+      app.add_option(
+             "--precision", config.precision,
+             "--max-rate: stop when the passing and failing rates are this close (0.05: 5%)")
+          ->check(CLI::Range(0.005, 1.0));
+  CLI::Option* limit = app.add_option("--max-rate-limit", config.max_rate_limit,
+                                      "--max-rate: the highest rate tried, requests per second")
+                           ->check(CLI::PositiveNumber);
+  CLI::Option* lateness = app.add_option("--lateness-limit", config.lateness_limit_ms,
+                                         "--max-rate: the p99 completion lateness allowed, ms")
+                              ->check(CLI::PositiveNumber);
+  for (CLI::Option* o : {step, precision, limit, lateness})
+    o->needs(flag);
+  return flag;
 }
 
 }  // namespace
@@ -131,6 +161,8 @@ int main(int argc, char** argv) {
                  "arriving threads sharing the purgatory, each with its own completer thread; "
                  "each issues --rate/N per second")
       ->check(CLI::Range(1, 64));
+  bool max_rate = false;
+  add_max_rate_options(app, config, max_rate)->excludes(num)->excludes(duration);
   CLI::Option* timeout_option = app.get_option("--timeout");
   CLI11_PARSE(app, argc, argv);
   if (config.parked > 0) {
@@ -143,6 +175,7 @@ int main(int argc, char** argv) {
     if (rate->count() == 0) config.rate = 100'000;
     if (sample->count() == 0) config.sample_s = 10;
   }
+  if (max_rate && impl->count() == 0) config.impl = "ours,lean,naive";
   const std::vector<const Implementation*> impls = implementations(config.impl);
   for (const Implementation* i : impls) {
     if (i->refusal == nullptr) continue;
@@ -155,6 +188,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "--pct75 ({}) must not be below --pct50 ({})\n", config.pct75, config.pct50);
     return 1;
   }
+
+  if (max_rate) return purgatory_bench::run_max_rate(config, impls);
 
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> csv(
       config.csv.empty() ? nullptr : std::fopen(config.csv.c_str(), "w"), &std::fclose);

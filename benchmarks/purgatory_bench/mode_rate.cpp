@@ -28,17 +28,22 @@ void print_latency(const char* what, const purgatory::LatencyHistogram& h) {
 
 RateRun::RateRun(const Config& config, const char* label, std::FILE* csv)
     : config_(config), label_(label), csv_(csv) {
-  fmt::print(
-      "== {}: {} at {:.0f}/s, latency pct50 {} ms pct75 {} ms, timeout {} ms, {} keys of {}\n",
-      label,
-      timed() ? fmt::format("{} s of requests", config.duration_s)
-              : fmt::format("{} requests", config.num),
-      config.rate, config.pct50, config.pct75, config.timeout_ms, config.keys, config.key_space);
-  std::fflush(stdout);
+  if (!config.quiet) print_header();
   reset_peak_rss();
   allocations0_ = allocations_so_far();
   cpu0_ = process_cpu_seconds();
   start_ = Clock::now();
+}
+
+void RateRun::print_header() const {
+  const Config& config = config_;
+  fmt::print(
+      "== {}: {} at {:.0f}/s, latency pct50 {} ms pct75 {} ms, timeout {} ms, {} keys of {}\n",
+      label_,
+      timed() ? fmt::format("{} s of requests", config.duration_s)
+              : fmt::format("{} requests", config.num),
+      config.rate, config.pct50, config.pct75, config.timeout_ms, config.keys, config.key_space);
+  std::fflush(stdout);
 }
 
 RateRun::~RateRun() {
@@ -46,6 +51,7 @@ RateRun::~RateRun() {
 }
 
 void RateRun::start_sampler(std::function<Gauges()> gauges) {
+  if (config_.quiet) return;
   sampler_ = std::thread([this, gauges = std::move(gauges)] {
     const auto period = duration_cast<nanoseconds>(std::chrono::duration<double>(config_.sample_s));
     auto next = start_ + period;
@@ -141,6 +147,16 @@ Result RateRun::finish() {
   result.peak_rss_kib = status_kib("VmHWM");
   result.requests = end_.arrived;
   result.allocations = static_cast<double>(allocations_so_far() - allocations0_);
+  result.lateness_p99_ms = static_cast<double>(stats_.lateness.summary().p99.count()) / 1e6;
+  result.expiry_p99_ms = static_cast<double>(stats_.expiry.summary().p99.count()) / 1e6;
+  end_.resolved = stats_.resolved.load();
+  end_.completed = static_cast<long>(stats_.completion.count());
+  end_.expired = static_cast<long>(stats_.expiry.count());
+  end_.early = stats_.early.load();
+  result.resolved = end_.resolved;
+  result.early = end_.early;
+  result.drained = end_.drained;
+  if (config_.quiet) return result;
 
   fmt::print("  target rate {:.0f}/s, achieved rate {:.0f}/s ({:+.1f}%)\n", config_.rate,
              result.achieved_rate, 100.0 * (result.achieved_rate / config_.rate - 1.0));
@@ -158,10 +174,6 @@ Result RateRun::finish() {
   print_latency("expiry", stats_.expiry);
   if (stats_.early.load() != 0) fmt::print("  ERROR: {} completed early\n", stats_.early.load());
   if (timed()) {
-    end_.resolved = stats_.resolved.load();
-    end_.completed = static_cast<long>(stats_.completion.count());
-    end_.expired = static_cast<long>(stats_.expiry.count());
-    end_.early = stats_.early.load();
     result.soak_failure = soak_summary(config_, samples_, end_, result);
   }
   std::fflush(stdout);

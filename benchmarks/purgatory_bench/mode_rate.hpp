@@ -58,6 +58,7 @@ class RateRun {
   RateRun& operator=(const RateRun&) = delete;
 
   // Samples the gauges, the counters and the RSS every --sample seconds until stop_sampler().
+  // Quiet runs (--max-rate's steps) sample nothing.
   void start_sampler(std::function<Gauges()> gauges);
   // Runs --threads arriving threads (this one the first) and waits for their last arrival.
   void arrive(const std::function<void(ArrivingThread&)>& issue);
@@ -75,6 +76,7 @@ class RateRun {
   void count_arrived(long batch) { arrived_.fetch_add(batch, std::memory_order_relaxed); }
 
  private:
+  void print_header() const;
   void sample(const std::function<Gauges()>& gauges);
 
   const Config& config_;

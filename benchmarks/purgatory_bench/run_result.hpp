@@ -17,6 +17,12 @@ struct Result {
   double arriving_cpu_s = 0;  // the arriving threads' own CPU time (RUSAGE_THREAD)
   double allocations = 0;     // heap allocations (operator new) in the process during the run
   std::string soak_failure;   // why a timed run failed its soak checks; empty if it passed
+  // What --max-rate judges a step by.
+  double lateness_p99_ms = 0;  // completion lateness (intended completion time -> on_complete)
+  double expiry_p99_ms = 0;    // arrival -> on_expiration
+  long resolved = 0;           // requests resolved once the run drained (or gave up)
+  long early = 0;              // completed before their intended time
+  bool drained = false;        // every request resolved before the drain limit
 };
 
 // Each implementation's result, in the order of --impl.
