@@ -1,10 +1,12 @@
 #include "mode_max_rate.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/core.h>
 
@@ -46,6 +48,7 @@ Step run_step(const Implementation& impl, const Config& config, double rate, int
   step.rate = rate;
   step.duration_s = config.step_s;
   step.quiet = true;
+  step.give_up_s = 2 * config.step_s;
   step.csv.clear();
   Step s{rate, impl.run(step, impl.name, nullptr), ""};
   s.failure = failure_of(config, rate, s.result);
@@ -71,47 +74,42 @@ double rounded(double rate) {
   return std::max(1000.0, std::round(rate / 1000.0) * 1000.0);
 }
 
+// One implementation's search: doubles from --rate while steps pass, halves while none has,
+// then bisects.
 struct Found {
+  const Implementation* impl = nullptr;
   const char* name = "";
-  Step best;  // rate 0: no step passed
+  Step best;                                            // rate 0: no step passed
+  double hi = std::numeric_limits<double>::infinity();  // the lowest rate that failed
+  double next = 0;                                      // the next rate to try; 0: done
   bool at_limit = false;
   int steps = 0;
-};
 
-// Doubles from --rate while steps pass, halves while none has, then bisects.
-Found search(const Implementation& impl, const Config& config) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  Found found;
-  found.name = impl.name;
-  double hi = kInf;
-  const double floor = config.rate / 8;
-  double rate = rounded(config.rate);
-  for (;;) {
-    Step s = try_rate(impl, config, rate);
-    ++found.steps;
+  // Takes a step's verdict and sets the next rate (0 when the search is over).
+  void record(Step s, const Config& config) {
+    const double rate = s.rate;
+    ++steps;
     if (s.failure.empty()) {
-      found.best = std::move(s);
+      best = std::move(s);
     } else {
       hi = rate;
     }
-    const double lo = found.best.rate;
-    if (hi == kInf) {
+    const double lo = best.rate;
+    next = 0;
+    if (hi == std::numeric_limits<double>::infinity()) {
       if (rate >= config.max_rate_limit) {
-        found.at_limit = true;
-        break;
+        at_limit = true;
+      } else {
+        next = std::min(rounded(rate * 2), config.max_rate_limit);
       }
-      rate = std::min(rounded(rate * 2), config.max_rate_limit);
     } else if (lo == 0) {
-      if (rate / 2 < floor) break;
-      rate = rounded(rate / 2);
+      if (rate / 2 >= config.rate / 8) next = rounded(rate / 2);
     } else {
-      const double next = rounded((lo + hi) / 2);
-      if (hi - lo <= config.precision * lo || next <= lo || next >= hi) break;
-      rate = next;
+      const double mid = rounded((lo + hi) / 2);
+      if (hi - lo > config.precision * lo && mid > lo && mid < hi) next = mid;
     }
   }
-  return found;
-}
+};
 
 void print_table(const Config& config, const std::vector<Found>& all) {
   fmt::print(
@@ -149,9 +147,24 @@ void print_table(const Config& config, const std::vector<Found>& all) {
 }  // namespace
 
 int run_max_rate(const Config& config, const std::vector<const Implementation*>& impls) {
+  // The searches take turns, a step each, so that a machine that slows down for a while (as a
+  // shared VM does) slows every implementation's search alike, and their ratio holds.
   std::vector<Found> all;
-  for (const Implementation* impl : impls)
-    all.push_back(search(*impl, config));
+  for (const Implementation* impl : impls) {
+    Found f;
+    f.impl = impl;
+    f.name = impl->name;
+    f.next = rounded(config.rate);
+    all.push_back(std::move(f));
+  }
+  for (bool stepped = true; stepped;) {
+    stepped = false;
+    for (Found& f : all) {
+      if (f.next == 0) continue;
+      f.record(try_rate(*f.impl, config, f.next), config);
+      stepped = true;
+    }
+  }
   print_table(config, all);
   for (const Found& f : all) {
     if (f.best.rate == 0) return 1;

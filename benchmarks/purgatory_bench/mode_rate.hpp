@@ -123,11 +123,19 @@ void issue_requests(Impl& impl, RateRun& run, ArrivingThread& me) {
   double arrival_s = 0;
   long i = 0;
   const auto more = [&] { return timed ? arrival_s < duration_s : i < share; };
+  // A --max-rate step gives up issuing at this wall time (an overloaded implementation could
+  // otherwise take minutes to issue a few seconds' worth); the shortfall shows in its achieved
+  // rate.
+  const auto give_up =
+      config.give_up_s > 0
+          ? start + duration_cast<nanoseconds>(std::chrono::duration<double>(config.give_up_s))
+          : Clock::time_point::max();
   me.last = start;
   while (more()) {
     // Issue every request due by now in one batch, then sleep until the next one is due: a
     // sleep per request could not sustain 100k/s.
     const auto now = Clock::now();
+    if (now > give_up) break;
     const auto next_due =
         start + duration_cast<nanoseconds>(std::chrono::duration<double>(arrival_s));
     if (next_due > now) {
