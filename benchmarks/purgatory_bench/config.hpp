@@ -22,9 +22,10 @@ struct Config {
   int threads = 1;        // arriving threads, each with its own completer
   double duration_s = 0;  // > 0: arrivals for this long instead of `num` requests (a soak)
   std::string csv;
+  // No figures printed per run (--max-rate prints a line per step instead).
   bool quiet = false;
-  double give_up_s = 0;  // > 0: no arrivals issued after this many seconds of wall time  // no
-                         // figures printed per run (--max-rate prints a line per step instead)
+  // > 0: no arrivals issued after this many seconds of wall time (a --max-rate step).
+  double give_up_s = 0;
   // --max-rate: seconds of arrivals per step, the relative width the search stops at, its bound
   double step_s = 4;
   double precision = 0.05;

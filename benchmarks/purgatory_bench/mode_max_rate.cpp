@@ -10,6 +10,8 @@
 
 #include <fmt/core.h>
 
+#include "mode_soak.hpp"
+
 namespace purgatory_bench {
 namespace {
 
@@ -24,7 +26,9 @@ struct Step {
 
 // Why a step's run does not sustain its rate, or "".
 std::string failure_of(const Config& config, double rate, const Result& r) {
-  if (!r.drained) return fmt::format("{} of {} unresolved", r.requests - r.resolved, r.requests);
+  if (!r.drained) {
+    return fmt::format("backlog not drained {} s after the last arrival", kDrainLimit.count());
+  }
   if (r.resolved != r.requests) {
     return fmt::format("exactly-once broken: {} resolved of {}", r.resolved, r.requests);
   }

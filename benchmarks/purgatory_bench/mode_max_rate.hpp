@@ -4,10 +4,10 @@
 // their schedule (achieved rate within 2% of the target; a step stops issuing at twice its length)
 // and the p99 completion lateness is at most --lateness-limit ms (2 by default). The search starts
 // at --rate, doubles while steps pass, then bisects between the highest rate that passed and the
-// lowest that failed until they are
-// --precision apart (5% by default), up to --max-rate-limit. A step that fails is run once more
-// before it counts as failed, since one stall of a noisy 2-core machine can spoil a p99. One line
-// per step, then the table:
+// lowest that failed until they are --precision apart (5% by default), up to --max-rate-limit. A
+// step that fails is run once more before it counts as failed, since one stall of a noisy 2-core
+// machine can spoil a p99. The implementations' searches take turns, one step each, so that a
+// slow spell of a shared machine hits them alike. One line per step, then the table:
 //
 //   purgatory_bench --max-rate --impl=ours,lean,naive,null   (null: what the harness alone reaches)
 #pragma once
