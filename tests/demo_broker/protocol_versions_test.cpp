@@ -24,8 +24,8 @@ using pb::test::concat;
 namespace {
 
 // Two partitions, and groups that form without the initial rebalance delay.
-struct Fixture : pb::test::BrokerWithClient {
-  Fixture()
+struct TwoPartitions : pb::test::BrokerWithClient {
+  TwoPartitions()
       : BrokerWithClient([](pb::BrokerConfig& c) {
           c.partitions = 2;
           c.groups.initial_rebalance_delay = std::chrono::milliseconds(0);
@@ -121,7 +121,7 @@ pb::Bytes reply(pb::Client& c, std::int32_t correlation_id) {
 }  // namespace
 
 TEST_CASE("every api and version the broker advertises is answered in that version's layout") {
-  Fixture f;
+  TwoPartitions f;
   int answered_versions = 0;
   for (const pb::ApiVersion& api : pb::broker_api_versions()) {
     for (std::int16_t v = api.min_version; v <= api.max_version; ++v) {
@@ -139,7 +139,7 @@ TEST_CASE("every api and version the broker advertises is answered in that versi
 }
 
 TEST_CASE("raw Metadata v5..v8 requests are answered in their layouts, the topic auto-created") {
-  Fixture f;
+  TwoPartitions f;
   for (std::int16_t v = 5; v <= 8; ++v) {
     CAPTURE(v);
     const std::string topic = "pinned-v" + std::to_string(v);
@@ -185,7 +185,7 @@ TEST_CASE("raw Metadata v5..v8 requests are answered in their layouts, the topic
 }
 
 TEST_CASE("a raw ApiVersions v3 request: the table says ApiVersions 0..3 and Metadata 0..8") {
-  Fixture f;
+  TwoPartitions f;
   f.client.write(pb::test::frame(concat({bytes({0, 18, 0, 3, 0, 0, 0, 5}),  // header v2
                                          bytes({0, 2}), bytes_of("go"), bytes({0}), bytes({3}),
                                          bytes_of("go"),             // software name
@@ -205,7 +205,7 @@ TEST_CASE("a raw ApiVersions v3 request: the table says ApiVersions 0..3 and Met
 }
 
 TEST_CASE("KIP-511: a raw ApiVersions v7 request gets UNSUPPORTED_VERSION in the v0 layout") {
-  Fixture f;
+  TwoPartitions f;
   // Header v2 and a body this broker cannot know; the answer is a v0 body: error_code, then the
   // table as an int32-counted array, nothing after it.
   f.client.write(pb::test::frame(concat({bytes({0, 18, 0, 7, 0, 0, 0, 6}), bytes({0, 2}),

@@ -52,7 +52,7 @@
 
 using namespace std::chrono_literals;
 
-namespace purgatory::sweep {
+namespace purgatory::sweep::allocations {
 namespace {
 
 // A task counting its runs.
@@ -649,4 +649,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace purgatory::sweep
+}  // namespace purgatory::sweep::allocations

@@ -36,7 +36,7 @@
 
 using namespace std::chrono_literals;
 
-namespace purgatory::sweep {
+namespace purgatory::sweep::callbacks {
 namespace {
 
 // The exception user code throws here.
@@ -395,4 +395,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace purgatory::sweep
+}  // namespace purgatory::sweep::callbacks

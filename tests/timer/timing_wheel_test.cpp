@@ -281,7 +281,7 @@ TEST_CASE(
 
 namespace {
 
-struct NoopTask : purgatory::TimerTask {
+struct WheelTask : purgatory::TimerTask {
   void run() override {}
 };
 
@@ -303,12 +303,12 @@ std::vector<std::int64_t> expire_all_until(TimingWheel& wheel, std::int64_t time
 // Kafka's TimingWheelTest numbers: tick 10, 5 slots, started at 1000 (interval 50).
 TEST_CASE("TimingWheel tick 10 size 5 at 1000: accepts 1020, rejects 999 and 1005") {
   TimingWheel wheel(10, 5, 1000);
-  auto valid = purgatory::make_task<NoopTask>();
+  auto valid = purgatory::make_task<WheelTask>();
   CHECK(wheel.add(*valid, 1020));
   CHECK(wheel.size() == 1);
-  auto expired = purgatory::make_task<NoopTask>();
+  auto expired = purgatory::make_task<WheelTask>();
   CHECK_FALSE(wheel.add(*expired, 999));
-  auto same_tick = purgatory::make_task<NoopTask>();
+  auto same_tick = purgatory::make_task<WheelTask>();
   CHECK_FALSE(wheel.add(*same_tick, 1005));
   CHECK(wheel.size() == 1);
   CHECK(wheel.next_expiration() == 1020);
@@ -317,7 +317,7 @@ TEST_CASE("TimingWheel tick 10 size 5 at 1000: accepts 1020, rejects 999 and 100
 
 TEST_CASE("TimingWheel: a cancelled (removed) task leaves its bucket and never expires") {
   TimingWheel wheel(10, 5, 1000);
-  auto task = purgatory::make_task<NoopTask>();
+  auto task = purgatory::make_task<WheelTask>();
   REQUIRE(wheel.add(*task, 1020));
   TimingWheel::remove(*task);
   CHECK(wheel.size() == 0);
@@ -328,13 +328,13 @@ TEST_CASE("TimingWheel: a cancelled (removed) task leaves its bucket and never e
 TEST_CASE("TimingWheel: 1060 creates one overflow wheel and 1061 reuses it") {
   TimingWheel wheel(10, 5, 1000);
   CHECK(wheel.overflow_wheel() == nullptr);
-  auto a = purgatory::make_task<NoopTask>();
+  auto a = purgatory::make_task<WheelTask>();
   CHECK(wheel.add(*a, 1060));
   const TimingWheel* overflow = wheel.overflow_wheel();
   REQUIRE(overflow != nullptr);
   CHECK(overflow->tick() == 50);
   CHECK(overflow->current_time() == 1000);
-  auto b = purgatory::make_task<NoopTask>();
+  auto b = purgatory::make_task<WheelTask>();
   CHECK(wheel.add(*b, 1061));
   CHECK(wheel.overflow_wheel() == overflow);
   CHECK(wheel.levels() == 2);
@@ -350,7 +350,7 @@ TEST_CASE("TimingWheel: advance_clock within a tick, to the next tick, and throu
   CHECK(wheel.current_time() == 1000);
   wheel.advance_clock(1010);
   CHECK(wheel.current_time() == 1010);
-  auto task = purgatory::make_task<NoopTask>();
+  auto task = purgatory::make_task<WheelTask>();
   REQUIRE(wheel.add(*task, 1070));  // overflow, bucket starting at 1050
   TimingWheel::remove(*task);
   wheel.advance_clock(1060);
@@ -360,11 +360,11 @@ TEST_CASE("TimingWheel: advance_clock within a tick, to the next tick, and throu
 
 TEST_CASE("TimingWheel: overflow tasks cascade down and expire at their own tick") {
   TimingWheel wheel(10, 5, 1000);
-  std::vector<purgatory::Ref<NoopTask>> tasks;
+  std::vector<purgatory::Ref<WheelTask>> tasks;
   // Tick-aligned, as SystemTimer makes them (it rounds deadlines up to the tick).
   const std::vector<std::int64_t> expirations = {1020, 1060, 1070, 1240, 1250, 2000, 100000};
   for (std::int64_t e : expirations) {
-    tasks.push_back(purgatory::make_task<NoopTask>());
+    tasks.push_back(purgatory::make_task<WheelTask>());
     REQUIRE(wheel.add(*tasks.back(), e));
   }
   CHECK(wheel.size() == expirations.size());
@@ -380,8 +380,8 @@ TEST_CASE("TimingWheel: overflow tasks cascade down and expire at their own tick
 
 TEST_CASE("TimingWheel: next_expiration jumps straight to the next non-empty bucket") {
   TimingWheel wheel(1, 64, 0);
-  auto a = purgatory::make_task<NoopTask>();
-  auto b = purgatory::make_task<NoopTask>();
+  auto a = purgatory::make_task<WheelTask>();
+  auto b = purgatory::make_task<WheelTask>();
   REQUIRE(wheel.add(*a, 63));
   REQUIRE(wheel.add(*b, 5000));
   CHECK(wheel.next_expiration() == 63);
@@ -407,9 +407,9 @@ TEST_CASE("TimingWheel: bad tick, wheel size and start time are rejected with th
 
 TEST_CASE("TimingWheel: a huge wheel (4096 slots) finds buckets across bitmap words") {
   TimingWheel wheel(1, 4096, 0);
-  std::vector<purgatory::Ref<NoopTask>> tasks;
+  std::vector<purgatory::Ref<WheelTask>> tasks;
   for (std::int64_t e : {4000, 70, 64, 129, 3000}) {
-    tasks.push_back(purgatory::make_task<NoopTask>());
+    tasks.push_back(purgatory::make_task<WheelTask>());
     REQUIRE(wheel.add(*tasks.back(), e));
   }
   std::vector<std::int64_t> order;
@@ -426,8 +426,8 @@ TEST_CASE("TimingWheel: a huge wheel (4096 slots) finds buckets across bitmap wo
 // rounded down to its own tick, so a coarse level lags the finest) and whichever call made them
 // (add() makes levels too). Half the expirations fall at a level's edge, where its lag matters.
 TEST_CASE("TimingWheel: after reserve_levels(e), add(e) makes no level, for any clock and e") {
-  std::vector<purgatory::Ref<NoopTask>> tasks;  // outlive the wheel, which unlinks them
-  TimingWheel wheel(10, 5, 1003);               // levels of 50, 250, 1250, ... wide
+  std::vector<purgatory::Ref<WheelTask>> tasks;  // outlive the wheel, which unlinks them
+  TimingWheel wheel(10, 5, 1003);                // levels of 50, 250, 1250, ... wide
   std::mt19937_64 rng(27);
   const auto draw = [&rng](std::int64_t n) {  // uniform in [0, n)
     return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
@@ -449,7 +449,7 @@ TEST_CASE("TimingWheel: after reserve_levels(e), add(e) makes no level, for any 
       if (level->interval() - 10 < room - lag - 20)
         e = std::max(now + 10, level->current_time() + level->interval() - 10 + draw(lag + 20));
     }
-    tasks.push_back(purgatory::make_task<NoopTask>());
+    tasks.push_back(purgatory::make_task<WheelTask>());
     if (rng() % 8 == 0) {
       CHECK(wheel.add(*tasks.back(), e));  // levels made by add() itself
     } else {

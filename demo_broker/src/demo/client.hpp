@@ -29,6 +29,11 @@ class ClientError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Milliseconds from t to now on the steady clock: how long a request waited, in the demo's reports.
+inline double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
 // Thread-compatible: one thread at a time.
 class Client {
  public:

@@ -82,10 +82,6 @@ struct Pace {
   }
 };
 
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
 std::vector<ProducerRecord> records(int n, std::size_t value_bytes, std::string_view tag) {
   std::vector<ProducerRecord> out;
   for (int i = 0; i < n; ++i) {

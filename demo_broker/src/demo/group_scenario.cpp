@@ -22,10 +22,6 @@ constexpr const char* kGroup = "demo-group";
 constexpr const char* kTopic = "groups";
 constexpr std::int32_t kRebalanceTimeoutMs = 5000;
 
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
 JoinGroupRequest join_request(const std::string& member_id, const GroupScenarioTiming& timing) {
   JoinGroupRequest r;
   r.group_id = kGroup;
