@@ -4,6 +4,7 @@
 // Benchmarks are named BM_<Impl>_<Workload>/<pending>. The implementations, each in a file of its
 // own behind timer_under_test.hpp:
 //   Wheel            purgatory::SystemTimer (wheel.hpp)
+//   WheelSingleThread the same, TimerOptions::Concurrency::single_thread: no lock (wheel.hpp)
 //   AsioSteadyTimer  one boost::asio::steady_timer per task on one io_context
 //   (asio_steady_timer.hpp) StdMultimap      std::multimap<deadline, task*> (std_multimap.hpp)
 //   HeapLazyCancel   a binary heap with tombstones, purged as Go's timers do (heap_lazy_cancel.hpp)
@@ -45,6 +46,7 @@ using timer_bench::HeapImpl;
 using timer_bench::Move;
 using timer_bench::MultimapImpl;
 using timer_bench::WheelImpl;
+using timer_bench::WheelSingleThreadImpl;
 
 // Every benchmark runs in a multi-threaded process, as in any server (a SystemTimer with default
 // options starts two threads). glibc skips the atomic instructions of a mutex while a process has
@@ -101,6 +103,7 @@ void cancel_sizes(benchmark::internal::Benchmark* b) {
   BENCHMARK(BM_##Name##_PendingBytes)->Arg(1000000)->Iterations(1)->Unit(benchmark::kMillisecond)
 
 PURGATORY_TIMER_BENCH(WheelImpl, Wheel);
+PURGATORY_TIMER_BENCH(WheelSingleThreadImpl, WheelSingleThread);
 PURGATORY_TIMER_BENCH(AsioImpl, AsioSteadyTimer);
 PURGATORY_TIMER_BENCH(MultimapImpl, StdMultimap);
 PURGATORY_TIMER_BENCH(HeapImpl, HeapLazyCancel);

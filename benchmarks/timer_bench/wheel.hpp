@@ -1,6 +1,8 @@
 // Wheel: ours, purgatory::SystemTimer, as the brief configures it: an external driver
 // (ExternalDriver::advance_clock()), tasks run inline (InlineExecutor), SteadyClock, the default
-// tick and wheel size (1 ms x 20 slots per level).
+// tick and wheel size (1 ms x 20 slots per level). WheelSingleThread: the same timer made with
+// TimerOptions::Concurrency::single_thread (no lock, no atomic read-modify-write of a task's
+// state), as a server's one event-loop thread would own it.
 #pragma once
 
 #include <cstddef>
@@ -16,9 +18,10 @@
 namespace timer_bench {
 namespace {
 
-class WheelImpl {
+template <purgatory::TimerOptions::Concurrency kConcurrency>
+class BasicWheelImpl {
  public:
-  explicit WheelImpl(std::size_t n) : timer_(options()) {
+  explicit BasicWheelImpl(std::size_t n) : timer_(options()) {
     tasks_.reserve(n);
     for (std::size_t i = 0; i < n; ++i)
       tasks_.push_back(purgatory::make_task<Task>());
@@ -45,6 +48,7 @@ class WheelImpl {
     purgatory::TimerOptions o;
     o.executor = std::make_shared<purgatory::InlineExecutor>();
     o.driver = purgatory::TimerOptions::Driver::external;
+    o.concurrency = kConcurrency;
     return o;
   }
   struct Task final : purgatory::TimerTask {
@@ -56,7 +60,10 @@ class WheelImpl {
   std::vector<purgatory::Ref<Task>> tasks_;
 };
 
+using WheelImpl = BasicWheelImpl<purgatory::TimerOptions::Concurrency::thread_safe>;
+using WheelSingleThreadImpl = BasicWheelImpl<purgatory::TimerOptions::Concurrency::single_thread>;
 static_assert(TimerUnderTest<WheelImpl>);
+static_assert(TimerUnderTest<WheelSingleThreadImpl>);
 
 }  // namespace
 }  // namespace timer_bench

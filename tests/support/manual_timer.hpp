@@ -30,8 +30,10 @@ inline TimerOptions driven_by_hand(const Clock& clock, std::shared_ptr<Executor>
 // timer, `driver` drives it; `shared` owns it, for a purgatory or a future that shares it.
 struct ManualTimer {
   explicit ManualTimer(Nanos tick = std::chrono::milliseconds(1), int wheel_size = 20,
-                       std::size_t max_pending = 0, std::size_t bases = 0)
-      : shared(std::make_shared<SystemTimer>(options(clock, tick, wheel_size, max_pending, bases))),
+                       std::size_t max_pending = 0, std::size_t bases = 0,
+                       TimerOptions::Concurrency concurrency = {})
+      : shared(std::make_shared<SystemTimer>(
+            options(clock, tick, wheel_size, max_pending, bases, concurrency))),
         timer(*shared),
         driver(timer) {}
   ManualTimer(const ManualTimer&) = delete;
@@ -40,14 +42,15 @@ struct ManualTimer {
   // The options of such a timer on `c`, for tests that build their own.
   static TimerOptions options(const ManualClock& c, Nanos tick = std::chrono::milliseconds(1),
                               int wheel_size = 20, std::size_t max_pending = 0,
-                              std::size_t bases = 0) {
+                              std::size_t bases = 0, TimerOptions::Concurrency concurrency = {}) {
     return driven_by_hand(c, std::make_shared<InlineExecutor>(),
                           TimerOptions{.name = "manual",
                                        .tick = tick,
                                        .wheel_size = wheel_size,
                                        .max_pending = max_pending,
                                        .on_task_error = {},
-                                       .bases = bases});
+                                       .bases = bases,
+                                       .concurrency = concurrency});
   }
 
   // Moves the clock, then drives the timer as its reaper thread would: expiry passes until one

@@ -57,9 +57,13 @@ struct Model {
 // `bases`: the timer's bases; each add is made as if from a random thread (its slot picks the
 // base), so idle tasks re-added land in another base than before, while a pending task re-added
 // moves within its own.
-void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size, std::size_t bases = 1) {
-  purgatory::test::ManualTimer m(tick, wheel_size, 0, bases);
+// `concurrency`: single_thread makes the same calls on a timer that takes no lock (one base).
+void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size, std::size_t bases = 1,
+               purgatory::TimerOptions::Concurrency concurrency = {}) {
+  purgatory::test::ManualTimer m(tick, wheel_size, 0, bases, concurrency);
   REQUIRE(m.timer.base_count() == bases);
+  REQUIRE(m.timer.single_thread() ==
+          (concurrency == purgatory::TimerOptions::Concurrency::single_thread));
   std::vector<std::pair<int, Nanos>> fired;
   constexpr int kTasks = 2000;
   std::vector<purgatory::Ref<ModelTask>> tasks;
@@ -171,4 +175,15 @@ TEST_CASE(
 
 TEST_CASE("SystemTimer model: 200,000 random steps over 8 bases, tick 2 ms, 64 slots") {
   run_model(31337, 200'000, 2ms, 64, 8);
+}
+
+TEST_CASE(
+    "SystemTimer model, Concurrency::single_thread: 1,000,000 random steps on tick 1 ms, 20 "
+    "slots match the reference") {
+  run_model(20261207, 1'000'000, 1ms, 20, 1, purgatory::TimerOptions::Concurrency::single_thread);
+}
+
+TEST_CASE(
+    "SystemTimer model, Concurrency::single_thread: 200,000 random steps on tick 3 ms, 7 slots") {
+  run_model(4207, 200'000, 3ms, 7, 1, purgatory::TimerOptions::Concurrency::single_thread);
 }

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cassert>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <limits>
 #include <thread>
@@ -83,15 +84,28 @@ SystemTimer::SystemTimer(TimerOptions options)
           make_error_handler(std::move(options.on_task_error), name_))),
       armed_(kNobody),
       external_until_(kNobody),
-      external_(options.driver == TimerOptions::Driver::external) {
-  const std::size_t bases = checked_bases(options.bases);
+      external_(options.driver == TimerOptions::Driver::external),
+      single_thread_(options.concurrency == TimerOptions::Concurrency::single_thread) {
+  if (single_thread_ && options.driver != TimerOptions::Driver::external) {
+    throw std::invalid_argument(fmt::format(
+        "SystemTimer '{}': Concurrency::single_thread needs Driver::external (the reaper is a "
+        "second thread)",
+        name_));
+  }
+  if (single_thread_ && executor_ == nullptr) {
+    throw std::invalid_argument(fmt::format(
+        "SystemTimer '{}': Concurrency::single_thread needs an executor that runs tasks on the "
+        "timer's thread (InlineExecutor), not the default ThreadExecutor",
+        name_));
+  }
+  const std::size_t bases = single_thread_ ? 1 : checked_bases(options.bases);
   const std::int64_t start = clock_->now().count();
   bases_.reserve(bases);
   for (std::size_t i = 0; i < bases; ++i) {
     // The first base checks wheel_size (detail::TimingWheel throws, naming it) before any thread
     // starts.
-    bases_.push_back(
-        std::make_unique<detail::TimerBase>(*this, tick_.count(), options.wheel_size, start));
+    bases_.push_back(std::make_unique<detail::TimerBase>(*this, tick_.count(), options.wheel_size,
+                                                         start, single_thread_));
   }
   base_mask_ = bases - 1;
   owns_executor_ = executor_ == nullptr;
@@ -112,7 +126,22 @@ SystemTimer::~SystemTimer() {
   clock_->remove_waiter(&clock_hook_);
 }
 
+void SystemTimer::check_thread([[maybe_unused]] const char* call) const noexcept {
+#ifndef NDEBUG
+  if (!single_thread_) return;
+  const std::thread::id me = std::this_thread::get_id();
+  std::thread::id owner{};
+  if (owner_.compare_exchange_strong(owner, me, std::memory_order_relaxed) || owner == me) return;
+  fmt::print(stderr,
+             "purgatory: SystemTimer '{}' is Concurrency::single_thread, and {} was called from "
+             "a thread other than the one that owns it\n",
+             name_, call);
+  std::abort();
+#endif
+}
+
 detail::TimerBase& SystemTimer::my_base() const noexcept {
+  if (base_mask_ == 0) return *bases_.front();  // one base (a single_thread timer's): no lookup
   return *bases_[detail::timer_thread_slot() & base_mask_];
 }
 
@@ -187,11 +216,12 @@ bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {
 // allocated before anything changes too, so out of memory the call changes nothing.
 bool SystemTimer::schedule(TimerTask& t, std::int64_t now, std::int64_t expiration,
                            bool only_if_pending, std::int64_t deadline) {
+  check_thread(only_if_pending ? "reschedule()" : "add()");
   bool wake = false;
   for (;;) {
     detail::TimerBase* const base = base_for(t);
     if (base == nullptr) continue;  // its base being stored: base_for() yielded
-    const std::lock_guard<detail::AdaptiveMutex> lock(base->mu);
+    const std::lock_guard<detail::BaseLock> lock(base->mu);
     check_accepting(now, expiration, deadline, *base);
     std::uint64_t w = t.word_.load(std::memory_order_acquire);
     const std::uint32_t phase = TimerTask::phase_of(TimerTask::state_of(w));
@@ -299,13 +329,13 @@ SystemTimer::Claim SystemTimer::claim(TimerTask& t, detail::TimerBase& base, std
     if (phase == TimerTask::kScheduled) return Claim::lost;
     if (only_if_pending && phase == TimerTask::kIdle) return Claim::run_started;
     PURGATORY_RACE_POINT("SystemTimer::schedule: state read, before taking the task");
-    if (t.word_.compare_exchange_weak(
-            w,
-            TimerTask::make_word(TimerTask::with_phase(s, TimerTask::kScheduled),
-                                 TimerTask::refs_of(w) + 1),
-            std::memory_order_acq_rel)) {
+    const std::uint64_t taken = TimerTask::make_word(
+        TimerTask::with_phase(s, TimerTask::kScheduled), TimerTask::refs_of(w) + 1);
+    if (single_thread_) {  // nobody else touches the word: a store, not a CAS
+      t.word_.store(taken, std::memory_order_relaxed);
       break;
     }
+    if (t.word_.compare_exchange_weak(w, taken, std::memory_order_acq_rel)) break;
   }
   PURGATORY_RACE_POINT("SystemTimer::schedule: taken, before storing its base");
   // Scheduled, its place marked retired: a cancel() or add() meanwhile yields until this store
@@ -346,7 +376,12 @@ void SystemTimer::queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept {
   const std::uint32_t s = task.state();
   const std::uint32_t ticket = next_ticket(s, TimerTask::kQueued);
   retire_base(task);
-  task.word_.fetch_add(TimerTask::state_delta(s, ticket), std::memory_order_acq_rel);
+  if (single_thread_) {
+    task.word_.store(task.word_.load(std::memory_order_relaxed) + TimerTask::state_delta(s, ticket),
+                     std::memory_order_relaxed);
+  } else {
+    task.word_.fetch_add(TimerTask::state_delta(s, ticket), std::memory_order_acq_rel);
+  }
   batch.jobs_.push_back(ExpiredBatch::Job{TaskRef(&task, /*add_ref=*/false), ticket});
 }
 
@@ -373,10 +408,11 @@ void SystemTimer::hand_off(ExpiredBatch& batch) noexcept {
 
 bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base,
                                    std::uintptr_t place) noexcept {
+  check_thread("cancel()");
   std::uint64_t before = 0;
   bool emptied = false;
   {
-    std::lock_guard<detail::AdaptiveMutex> guard(base.mu);
+    std::lock_guard<detail::BaseLock> guard(base.mu);
     const std::uint32_t s = task.state();
     // Still scheduled where it was seen (a bucket of `base`), or it moved: look again.
     if (TimerTask::phase_of(s) != TimerTask::kScheduled ||
@@ -393,9 +429,14 @@ bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base,
     emptied = base.pending == 0 && base.due.empty();
     retire_base(task);
     // Idle, and the wheel's reference dropped, in one step.
-    before = task.word_.fetch_sub(
-        TimerTask::state_delta(TimerTask::with_phase(s, TimerTask::kIdle), s) + TimerTask::kOneRef,
-        std::memory_order_acq_rel);
+    const std::uint64_t delta =
+        TimerTask::state_delta(TimerTask::with_phase(s, TimerTask::kIdle), s) + TimerTask::kOneRef;
+    if (single_thread_) {
+      before = task.word_.load(std::memory_order_relaxed);
+      task.word_.store(before - delta, std::memory_order_relaxed);
+    } else {
+      before = task.word_.fetch_sub(delta, std::memory_order_acq_rel);
+    }
   }
   if (TimerTask::refs_of(before) == 1) delete &task;  // that was the last reference
   // An external driver (AsioTimer) looks again, so that no wait stays armed for a deadline that
@@ -407,20 +448,21 @@ bool SystemTimer::cancel_scheduled(TimerTask& task, detail::TimerBase& base,
 std::size_t SystemTimer::total_pending() const {
   std::size_t n = 0;
   for (const auto& b : bases_) {
-    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
+    const std::lock_guard<detail::BaseLock> guard(b->mu);
     n += b->pending + b->due.size();
   }
   return n;
 }
 
 std::size_t SystemTimer::size() const {
+  check_thread("size()");
   return total_pending();
 }
 
 std::vector<std::size_t> SystemTimer::size_per_level() const {
   std::vector<std::size_t> sizes;
   for (const auto& b : bases_) {
-    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
+    const std::lock_guard<detail::BaseLock> guard(b->mu);
     std::size_t level = 0;
     for (const detail::TimingWheel* w = &b->wheel; w != nullptr; w = w->overflow_wheel(), ++level) {
       if (sizes.size() <= level) sizes.resize(level + 1, 0);
@@ -433,16 +475,17 @@ std::vector<std::size_t> SystemTimer::size_per_level() const {
 std::size_t SystemTimer::wheel_memory_bytes() const {
   std::size_t n = 0;
   for (const auto& b : bases_) {
-    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
+    const std::lock_guard<detail::BaseLock> guard(b->mu);
     n += b->wheel.memory_bytes();
   }
   return n;
 }
 
 std::optional<Nanos> SystemTimer::next_expiration() const {
+  check_thread("next_expiration()");
   std::optional<std::int64_t> best;
   for (const auto& b : bases_) {
-    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
+    const std::lock_guard<detail::BaseLock> guard(b->mu);
     auto e = b->wheel.next_expiration();
     // Tasks added when already due have been due since (at the latest) the wheel's time when the
     // first of them came, which the wheel's clock, never ahead of the real one, had reached.

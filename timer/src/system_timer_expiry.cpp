@@ -77,7 +77,7 @@ std::optional<std::int64_t> SystemTimer::next_wake(std::int64_t now) const {
     if (!best || t < *best) best = t;
   };
   for (const auto& b : bases_) {
-    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
+    const std::lock_guard<detail::BaseLock> guard(b->mu);
     if (!b->due.empty()) consider(now);  // added when already due: the next pass takes them
     if (b->pending == 0) continue;
     if (const auto e = b->wheel.next_expiration()) consider(*e);
@@ -95,6 +95,7 @@ std::optional<std::int64_t> SystemTimer::next_wake(std::int64_t now) const {
 }
 
 bool SystemTimer::advance_clock(Nanos max_wait) {
+  check_thread("ExternalDriver::advance_clock()");
   return advance(max_wait, false);
 }
 
@@ -151,7 +152,7 @@ bool SystemTimer::advance(Nanos max_wait, bool stop_when_drained, const std::int
 bool SystemTimer::service(std::int64_t now) {
   // This pass's share of the ahead-of-time cascading, per base and level.
   for (const auto& b : bases_) {
-    const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
+    const std::lock_guard<detail::BaseLock> guard(b->mu);
     b->due_quota = b->due.size();  // this pass takes the due tasks there now, not later ones
     const auto levels = static_cast<std::size_t>(b->wheel.levels());
     b->ahead_quota.assign(levels, 0);
@@ -182,7 +183,7 @@ bool SystemTimer::service(std::int64_t now) {
       // here for the next one.)
       prepare_batch(batch, kMaxBatch);
       {
-        const std::lock_guard<detail::AdaptiveMutex> guard(b.mu);
+        const std::lock_guard<detail::BaseLock> guard(b.mu);
         const bool done = expire_due(b, now, batch);
         if (!done || !batch.empty()) {
           // Due tasks first; the cascade's slice comes once this base has nothing due.
@@ -264,6 +265,7 @@ void SystemTimer::reaper_loop() {
 }
 
 std::optional<Nanos> SystemTimer::arm() {
+  check_thread("ExternalDriver::arm()");
   std::uint64_t requests = 0;
   for (;;) {
     {

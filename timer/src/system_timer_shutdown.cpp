@@ -39,6 +39,7 @@ TimerTask* take_one(detail::TimingWheel& wheel) noexcept {
 }  // namespace
 
 std::vector<TaskRef> SystemTimer::drain(Nanos max_wait) {
+  check_thread("drain()");
   if (closed_.load()) return {};
   std::int64_t until = kForever;
   const std::int64_t start = clock_->now().count();
@@ -96,7 +97,7 @@ void SystemTimer::cancel_periodic_tasks() {
       std::size_t n = 0;
       more = false;
       {
-        const std::lock_guard<detail::AdaptiveMutex> guard(b->mu);
+        const std::lock_guard<detail::BaseLock> guard(b->mu);
         b->wheel.for_each_task([&](TimerTask& t) {
           if (dynamic_cast<PeriodicTask*>(&t) == nullptr) return;
           if (n < found.size()) {
@@ -162,7 +163,7 @@ void SystemTimer::hand_back_all(detail::TimerBase& b, std::vector<TaskRef>& out)
   for (;;) {
     TaskRef dropped;  // released after the lock: a release may destroy the task
     {
-      const std::lock_guard<detail::AdaptiveMutex> guard(b.mu);
+      const std::lock_guard<detail::BaseLock> guard(b.mu);
       const std::size_t held = b.pending + b.due.size();
       if (held == 0) return;
       if (out.capacity() - out.size() < held) {

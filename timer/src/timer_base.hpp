@@ -12,18 +12,38 @@
 
 namespace purgatory::detail {
 
+// A base's lock, taken only by a thread-safe timer (TimerOptions::Concurrency): a single_thread
+// timer's calls all come from one thread, so lock() and unlock() do nothing there. Lockable.
+class BaseLock {
+ public:
+  explicit BaseLock(bool single_thread) noexcept : single_thread_(single_thread) {}
+  BaseLock(const BaseLock&) = delete;
+  BaseLock& operator=(const BaseLock&) = delete;
+  void lock() noexcept {
+    if (!single_thread_) mu_.lock();
+  }
+  void unlock() noexcept {
+    if (!single_thread_) mu_.unlock();
+  }
+  [[nodiscard]] bool single_thread() const noexcept { return single_thread_; }
+
+ private:
+  AdaptiveMutex mu_;
+  const bool single_thread_;
+};
+
 // One timer base: a hierarchical wheel and the lock guarding it. A thread adds to its own base
 // (thread_slot.hpp), so two threads adding at once take two locks and touch two sets of cache
 // lines; the alignment keeps two bases off one line.
 struct alignas(64) TimerBase {
-  TimerBase(SystemTimer& o, std::int64_t tick, int wheel_size, std::int64_t start)
-      : owner(&o), wheel(tick, wheel_size, start) {
+  TimerBase(SystemTimer& o, std::int64_t tick, int wheel_size, std::int64_t start, bool one_thread)
+      : owner(&o), mu(one_thread), wheel(tick, wheel_size, start) {
     wheel.attach(this);
     due.base_ = this;  // a task's place in it names this base, as a bucket's does
   }
 
   SystemTimer* const owner;
-  AdaptiveMutex mu;
+  BaseLock mu;              // does nothing in a single_thread timer
   TimingWheel wheel;        // guarded by mu
   std::size_t pending = 0;  // guarded by mu (== wheel.size())
   // Tasks added when already due, waiting for the next expiry pass (guarded by mu): an add()

@@ -25,7 +25,7 @@ WheelSnapshot SystemTimer::wheel_snapshot(int max_levels_with_buckets) const {
   // that lags counts its buckets before that instant in bucket 0 (they are due).
   std::vector<std::int64_t> level_time(snap.levels.size(), 0);
   for (const auto& b : bases_) {
-    const std::lock_guard<detail::AdaptiveMutex> lock(b->mu);
+    const std::lock_guard<detail::BaseLock> lock(b->mu);
     std::size_t i = 0;
     for (const detail::TimingWheel* w = &b->wheel; w != nullptr && i < level_time.size();
          w = w->overflow_wheel(), ++i) {
@@ -34,7 +34,7 @@ WheelSnapshot SystemTimer::wheel_snapshot(int max_levels_with_buckets) const {
   }
   std::size_t used = 0;
   for (const auto& b : bases_) {
-    const std::lock_guard<detail::AdaptiveMutex> lock(b->mu);
+    const std::lock_guard<detail::BaseLock> lock(b->mu);
     snap.tasks += b->pending;
     if (const auto next = b->wheel.next_expiration()) {
       if (!snap.next_expiration || *next < snap.next_expiration->count()) {

@@ -53,12 +53,15 @@ class AsioExecutor final : public Executor {
 /// the application's own work is done. Nothing to reset or stop at shutdown; destroy it before
 /// its io_context, as any Asio I/O object. Everything else is SystemTimer's: add(), cancel,
 /// purgatories built on it, async_wait().
-/// Thread-safe, as SystemTimer; the io_context may be run by any number of threads.
+/// Thread-safe, as SystemTimer; the io_context may be run by any number of threads. With
+/// TimerOptions::Concurrency::single_thread (an io_context made with concurrency hint 1, run by
+/// one thread) it takes no lock on add, cancel and expiry, and only that thread may call it.
 class AsioTimer final : public SystemTimer {
  public:
   /// A timer on `io`. `options` as for SystemTimer, except that the executor and the driver are
-  /// the io_context's: std::invalid_argument if `options.executor` is set or `options.clock` is
-  /// not a SteadyClock (the wait is a steady_timer).
+  /// the io_context's: std::invalid_argument if `options.executor` is set, `options.clock` is
+  /// not a SteadyClock (the wait is a steady_timer), or `options.concurrency` is single_thread on
+  /// an io_context whose concurrency hint allows more than one thread to run it.
   explicit AsioTimer(boost::asio::io_context& io, TimerOptions options = {})
       : AsioTimer(io.get_executor(), std::move(options)) {}
   /// A timer on `executor` (an io_context's, a strand, any executor of one).
@@ -88,9 +91,27 @@ class AsioTimer final : public SystemTimer {
           "AsioTimer '" + options.name +
           "': the clock must be a SteadyClock (its wait is a steady_timer)");
     }
+    if (options.concurrency == TimerOptions::Concurrency::single_thread &&
+        !runs_on_one_thread(executor)) {
+      throw std::invalid_argument(
+          "AsioTimer '" + options.name +
+          "': Concurrency::single_thread needs an io_context made with concurrency hint 1 "
+          "(boost::asio::io_context io(1)), which one thread runs");
+    }
     options.executor = std::make_shared<AsioExecutor>(executor);
     options.driver = TimerOptions::Driver::external;
     return options;
+  }
+
+  // Whether the executor's io_context says one thread runs it (concurrency hint 1, or a hint
+  // that turns its scheduler's locking off). An executor of another context: the caller's word.
+  static bool runs_on_one_thread(const boost::asio::any_io_executor& executor) {
+    using Scheduler = boost::asio::detail::io_context_impl;
+    boost::asio::execution_context& context =
+        boost::asio::query(executor, boost::asio::execution::context);
+    if (!boost::asio::has_service<Scheduler>(context)) return true;
+    const int hint = boost::asio::use_service<Scheduler>(context).concurrency_hint();
+    return hint == 1 || !BOOST_ASIO_CONCURRENCY_HINT_IS_LOCKING(SCHEDULER, hint);
   }
 
   boost::asio::any_io_executor executor_;

@@ -65,7 +65,9 @@ class PURGATORY_TIMER_EXPORT TimerRejected : public std::runtime_error {
 /// docs/design.md explains the wheel, the bases and the ahead-of-time cascade.
 ///
 /// Thread-safe: any member from any thread, including a task's run(). No lock is held while a
-/// task, the executor or a driver's wakeup runs. Errors: std::invalid_argument naming the bad
+/// task, the executor or a driver's wakeup runs. A timer made with
+/// TimerOptions::Concurrency::single_thread is not: one thread makes every call (see there), and
+/// add, cancel and expiry take no lock. Errors: std::invalid_argument naming the bad
 /// value; TimerRejected when the timer refuses an add(). Out of memory a call throws std::bad_alloc
 /// having changed nothing; no task is ever lost (close() and drain() never throw).
 class PURGATORY_TIMER_EXPORT SystemTimer {
@@ -76,7 +78,7 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   static constexpr std::size_t kMaxBatch = 256;
 
   /// Throws std::invalid_argument for a tick outside (0, 1 day], a wheel_size outside [2, 65536],
-  /// or more than 1024 bases.
+  /// more than 1024 bases, or Concurrency::single_thread with the reaper thread or no executor.
   explicit SystemTimer(TimerOptions options = {});
   /// close(), dropping the handed-back tasks.
   virtual ~SystemTimer();
@@ -125,6 +127,8 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   /// Clock time at which the earliest bucket is due (a time already reached while a task added
   /// when due waits for the next pass), if any task is scheduled.
   [[nodiscard]] std::optional<Nanos> next_expiration() const;
+  /// Whether it was made with TimerOptions::Concurrency::single_thread.
+  [[nodiscard]] bool single_thread() const noexcept { return single_thread_; }
   /// Number of timer bases.
   [[nodiscard]] std::size_t base_count() const noexcept { return bases_.size(); }
 
@@ -162,6 +166,8 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
     SystemTimer& timer;
   };
   void on_clock_advanced() noexcept;
+  // single_thread: without NDEBUG, aborts naming `call` unless on the owner (the first caller).
+  void check_thread(const char* call) const noexcept;
   // The external driver's calls, through detail::TimerAccess (external_driver.hpp).
   void attach_driver(std::function<void()> wakeup);
   void detach_driver() noexcept;
@@ -234,6 +240,8 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   std::atomic<std::uint32_t> next_start_{0};
   ClockHook clock_hook_{*this};
   std::thread reaper_;
+  const bool single_thread_;
+  mutable std::atomic<std::thread::id> owner_{};  // single_thread, without NDEBUG: who calls
 };
 
 }  // namespace purgatory

@@ -19,6 +19,11 @@ struct TimerOptions {
     reaper_thread,  ///< the timer owns a thread that sleeps until the next bucket (Kafka's reaper)
     external,       ///< no thread: an ExternalDriver (your loop) or an AsioTimer advances it
   };
+  /// Which threads may call the timer.
+  enum class Concurrency {
+    thread_safe,    ///< any member from any thread, a task's run() included (the default)
+    single_thread,  ///< one thread makes every call: no lock, no atomic read-modify-write
+  };
 
   std::string name = "timer";  ///< names the threads ("reaper-<name>") and error reports
   /// Width of a bucket of the finest level, in (0, 1 day]: a task runs within one tick of its
@@ -34,6 +39,18 @@ struct TimerOptions {
   /// from different threads do not meet on one lock. Rounded up to a power of two, at most 1024.
   /// 0: one per hardware thread, at most 64.
   std::size_t bases = 0;
+  /// single_thread: the timer belongs to one thread, the first to add, cancel, reschedule or drive
+  /// it, and add(), add_at(), reschedule(), cancel() and the expiry then take no lock and no
+  /// atomic read-modify-write of a task's state (as an event loop's own timer heap does). That
+  /// thread makes every call on the timer, on the tasks pending in it (cancel()) and on their Refs
+  /// (copying one, dropping one) while they are pending or queued, and runs the expired tasks:
+  /// needs Driver::external and an executor that runs them where it is called (InlineExecutor;
+  /// AsioTimer's, on an io_context made with concurrency hint 1). A purgatory on such a timer
+  /// inherits the rule (its watch() adds a timeout, a completion cancels one). One base (`bases` is
+  /// not used). close() and the destructor may run on another thread once the owner has stopped
+  /// using the timer. Without NDEBUG a call from another thread aborts, naming the timer and the
+  /// call; with NDEBUG it is a data race.
+  Concurrency concurrency = Concurrency::thread_safe;
 };
 
 }  // namespace purgatory
