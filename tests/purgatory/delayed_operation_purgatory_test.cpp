@@ -213,6 +213,39 @@ TEST_CASE("a timeout the timer refuses (max_pending 1) expires the operation at 
   CHECK(purgatory.watched() == 1);
 }
 
+TEST_CASE(
+    "timeout_slack: an operation expires no earlier than its timeout and at most that fraction of "
+    "it later, and a fraction outside [0, 1] is refused, naming it") {
+  ManualTimer manual;
+  PurgatoryOptions options;
+  options.timeout_slack = 0.125;
+  DelayedOperationPurgatory<int> purgatory(manual.shared, options);
+  manual.advance(3ms);
+  auto op = mock(1000ms);  // watched at 3 ms: due at 1003 ms, at most 125 ms late
+  auto exact = mock(1000ms);
+  CHECK_FALSE(purgatory.try_complete_else_watch(op, {1}));
+  DelayedOperationPurgatory<int> exact_purgatory(manual.shared);  // the default: no slack
+  CHECK_FALSE(exact_purgatory.try_complete_else_watch(exact, {1}));
+  int at = 0;
+  while (!op->is_completed() && at < 2000) {
+    manual.advance(1ms);
+    at = static_cast<int>(manual.clock.now() / 1ms);
+    if (at == 1003) CHECK(exact->outcome() == Outcome::expired);
+  }
+  CHECK(op->outcome() == Outcome::expired);
+  CHECK(op->expirations == 1);
+  CHECK(at >= 1003);
+  CHECK(at <= 1003 + 125);
+  CHECK(at == 1020);  // rounded to the coarsest level tick within 125 ms: 20 ms
+
+  for (const double bad : {-0.1, 1.5}) {
+    PurgatoryOptions o;
+    o.timeout_slack = bad;
+    CHECK_THROWS_WITH_AS(DelayedOperationPurgatory<int>(manual.shared, o),
+                         doctest::Contains("timeout_slack"), std::invalid_argument);
+  }
+}
+
 TEST_CASE("metrics: totals and waiting time per purgatory name") {
   PurgatoryOptions options;
   options.name = "Produce";

@@ -57,9 +57,20 @@ struct Model {
 // `bases`: the timer's bases; each add is made as if from a random thread (its slot picks the
 // base), so idle tasks re-added land in another base than before, while a pending task re-added
 // moves within its own.
+// The expiration add(task, delay, slack) promises (system_timer.hpp): the tick-rounded one,
+// rounded up again to the coarsest level tick (tick x wheel_size^k) not above the slack.
+std::int64_t expiration_with_slack(std::int64_t expiration, std::int64_t slack, std::int64_t tick,
+                                   std::int64_t wheel_size) {
+  std::int64_t grain = tick;
+  while (grain * wheel_size <= slack)
+    grain *= wheel_size;
+  return (expiration + grain - 1) / grain * grain;
+}
+
 // `concurrency`: single_thread makes the same calls on a timer that takes no lock (one base).
+// `slack`: 40% of the adds give a slack of up to half the delay (add(task, delay, slack)).
 void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size, std::size_t bases = 1,
-               purgatory::TimerOptions::Concurrency concurrency = {}) {
+               purgatory::TimerOptions::Concurrency concurrency = {}, bool slack = false) {
   purgatory::test::ManualTimer m(tick, wheel_size, 0, bases, concurrency);
   REQUIRE(m.timer.base_count() == bases);
   REQUIRE(m.timer.single_thread() ==
@@ -96,12 +107,22 @@ void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size, std::s
       purgatory::detail::set_timer_thread_slot(slot);
       if (model.pending.count(id) == 0) base_of[id] = slot % bases;
       model.remove(id);
-      m.timer.add(tasks[static_cast<std::size_t>(id)], Nanos{delay});
+      const std::int64_t late =
+          slack && delay > 0 && uniform(0, 99) < 40 ? uniform(0, delay / 2) : 0;
+      if (late > 0) {
+        m.timer.add(tasks[static_cast<std::size_t>(id)], Nanos{delay}, Nanos{late});
+      } else {
+        m.timer.add(tasks[static_cast<std::size_t>(id)], Nanos{delay});
+      }
       fail(fired.empty());  // never inside add(), whatever the delay
       // Due already (delay <= 0): pending until the next advance, which runs it before anything
       // in the wheel (its expiration sorts first).
       const std::int64_t deadline = now + delay;
-      const std::int64_t expiration = delay <= 0 ? -1 : (deadline + t - 1) / t * t;
+      std::int64_t expiration = delay <= 0 ? -1 : (deadline + t - 1) / t * t;
+      if (late > 0) {
+        expiration = expiration_with_slack(expiration, late, t, wheel_size);
+        fail(expiration >= deadline && expiration <= deadline + late + t);  // the promise
+      }
       model.pending[id] = {deadline, expiration};
       model.by_expiration.emplace(expiration, id);
     } else if (roll < 65) {  // cancel
@@ -186,4 +207,19 @@ TEST_CASE(
 TEST_CASE(
     "SystemTimer model, Concurrency::single_thread: 200,000 random steps on tick 3 ms, 7 slots") {
   run_model(4207, 200'000, 3ms, 7, 1, purgatory::TimerOptions::Concurrency::single_thread);
+}
+
+TEST_CASE(
+    "SystemTimer model with slack: 1,000,000 random steps, 40% of adds with a slack of up to half "
+    "the delay, match the reference (each task at its rounded deadline, never early)") {
+  run_model(1207, 1'000'000, 1ms, 20, 1, {}, /*slack=*/true);
+}
+
+TEST_CASE("SystemTimer model with slack: 200,000 random steps on tick 3 ms, 7 slots, 4 bases") {
+  run_model(3107, 200'000, 3ms, 7, 4, {}, /*slack=*/true);
+}
+
+TEST_CASE("SystemTimer model with slack, Concurrency::single_thread: 200,000 random steps") {
+  run_model(1712, 200'000, 1ms, 20, 1, purgatory::TimerOptions::Concurrency::single_thread,
+            /*slack=*/true);
 }

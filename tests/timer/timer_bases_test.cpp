@@ -192,18 +192,27 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "SystemTimer: a coarse bucket is cascaded ahead of time, a share per tick, and is empty when "
-    "it comes due") {
+    "SystemTimer: a coarse bucket is cascaded ahead of time, a share per tick, and when it comes "
+    "due holds only the tasks due at its start, which run from it") {
   // 1 ms x 20: level 1 buckets are 20 ms, level 2 buckets 400 ms. 100,000 tasks due in the level-2
   // bucket [400, 800) ms, added at 0: that bucket is the next of level 2 right away, so its
   // cascade is spread over [0, 400) ms.
   ManualTimer m(1ms, 20, 0, 1);
   std::vector<purgatory::TaskRef> tasks;
   std::mt19937 rng(5U);
+  std::size_t due_at_start = 0;  // due at 400 ms exactly: settled in the level-2 bucket
+  int ran_at_start = 0;
   for (int i = 0; i < 100000; ++i) {
-    tasks.push_back(purgatory::make_task([] {}));
-    m.timer.add(tasks.back(), std::chrono::milliseconds(400 + rng() % 400));
+    const auto delay = std::chrono::milliseconds(400 + rng() % 400);
+    if (delay == 400ms) {
+      ++due_at_start;
+      tasks.push_back(purgatory::make_task([&] { ran_at_start += m.clock.now() == 400ms; }));
+    } else {
+      tasks.push_back(purgatory::make_task([] {}));
+    }
+    m.timer.add(tasks.back(), delay);
   }
+  REQUIRE(due_at_start > 0);
   REQUIRE(m.timer.size_per_level().size() == 3);
   const std::size_t at_start = m.timer.size_per_level()[2];
   CHECK(at_start == 100000);
@@ -216,6 +225,10 @@ TEST_CASE(
   // nor all at once.
   CHECK(at_half < at_start * 6 / 10);
   CHECK(at_half > at_start * 4 / 10);
-  CHECK(m.timer.size_per_level()[2] == 0);  // empty before it comes due at 400 ms
-  CHECK(m.timer.size() == 100000);          // and nothing ran early
+  // Before it comes due at 400 ms only the tasks due at its start are left: never moved down.
+  CHECK(m.timer.size_per_level()[2] == due_at_start);
+  CHECK(m.timer.size() == 100000);  // and nothing ran early
+  m.advance(1ms);
+  CHECK(ran_at_start == static_cast<int>(due_at_start));  // at 400 ms, from the coarse bucket
+  CHECK(m.timer.size_per_level()[2] == 0);
 }

@@ -85,6 +85,7 @@ SystemTimer::SystemTimer(TimerOptions options)
       armed_(kNobody),
       external_until_(kNobody),
       external_(options.driver == TimerOptions::Driver::external),
+      wheel_size_(options.wheel_size),
       single_thread_(options.concurrency == TimerOptions::Concurrency::single_thread) {
   if (single_thread_ && options.driver != TimerOptions::Driver::external) {
     throw std::invalid_argument(fmt::format(
@@ -163,12 +164,35 @@ std::int64_t SystemTimer::expiration_for(std::int64_t now, std::int64_t delay) c
   return (now + delay + tick - 1) / tick * tick;
 }
 
+std::int64_t SystemTimer::with_slack(std::int64_t expiration, Nanos slack) const {
+  if (slack < Nanos::zero()) {
+    throw std::invalid_argument(fmt::format(
+        "SystemTimer '{}': slack must not be negative, got {} ns", name_, slack.count()));
+  }
+  if (expiration < 0 || slack.count() < tick_.count() * wheel_size_) return expiration;
+  // The coarsest level tick (tick x wheel_size^k) not above the slack: rounded up to it, the
+  // expiration is the start of a bucket of that level, where the wheel leaves it (settled) until
+  // it runs.
+  std::int64_t grain = tick_.count();
+  const std::int64_t limit = slack.count() / wheel_size_;  // grain x wheel_size <= slack
+  while (grain <= limit)
+    grain *= wheel_size_;
+  if (expiration > std::numeric_limits<std::int64_t>::max() - grain) return expiration;
+  return (expiration + grain - 1) / grain * grain;
+}
+
 void SystemTimer::add_task(TimerTask& task, Nanos delay) {
   const std::int64_t now = clock_->now().count();
   schedule(task, now, expiration_for(now, delay.count()), /*only_if_pending=*/false);
 }
 
-void SystemTimer::add_task_at(TimerTask& task, Nanos deadline) {
+void SystemTimer::add_task(TimerTask& task, Nanos delay, Nanos slack) {
+  const std::int64_t now = clock_->now().count();
+  schedule(task, now, with_slack(expiration_for(now, delay.count()), slack),
+           /*only_if_pending=*/false);
+}
+
+std::int64_t SystemTimer::expiration_at(Nanos deadline) const {
   // No clock read: the deadline is absolute. One already passed is due at once; one the wheel's
   // clock has not reached yet goes to its bucket, which the next expiry pass takes (at once when
   // a driver sleeps: it is earlier than what the driver waits for, so add wakes it).
@@ -177,9 +201,16 @@ void SystemTimer::add_task_at(TimerTask& task, Nanos deadline) {
     throw std::invalid_argument(fmt::format("SystemTimer '{}': deadline {} ns overflows the clock",
                                             name_, deadline.count()));
   }
-  const std::int64_t expiration =
-      deadline.count() <= 0 ? -1 : (deadline.count() + tick - 1) / tick * tick;
-  schedule(task, kUnknownNow, expiration, /*only_if_pending=*/false, deadline.count());
+  return deadline.count() <= 0 ? -1 : (deadline.count() + tick - 1) / tick * tick;
+}
+
+void SystemTimer::add_task_at(TimerTask& task, Nanos deadline) {
+  schedule(task, kUnknownNow, expiration_at(deadline), /*only_if_pending=*/false, deadline.count());
+}
+
+void SystemTimer::add_task_at(TimerTask& task, Nanos deadline, Nanos slack) {
+  schedule(task, kUnknownNow, with_slack(expiration_at(deadline), slack),
+           /*only_if_pending=*/false, deadline.count());
 }
 
 bool SystemTimer::reschedule(TimerTask& task, Nanos delay) {

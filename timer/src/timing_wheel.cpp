@@ -21,7 +21,7 @@ std::int64_t saturating_mul(std::int64_t a, std::int64_t b) noexcept {
 
 }  // namespace
 
-TimingWheel::TimingWheel(std::int64_t tick, int wheel_size, std::int64_t start_time)
+TimingWheel::TimingWheel(std::int64_t tick, int wheel_size, std::int64_t start_time, bool overflow)
     : tick_(tick), wheel_size_(wheel_size) {
   if (tick <= 0)
     throw std::invalid_argument(fmt::format("TimingWheel: tick must be > 0, got {}", tick));
@@ -38,8 +38,12 @@ TimingWheel::TimingWheel(std::int64_t tick, int wheel_size, std::int64_t start_t
   current_time_ = start_time - start_time % tick;
   reach_ = interval_ - tick_;
   const auto n = static_cast<std::size_t>(ring_);
+  if (overflow) {
+    settled_lists_ = std::make_unique<TimerTaskList::List[]>(n * TimerTaskList::kSettledStripes);
+  }
   buckets_ = std::make_unique<TimerTaskList[]>(n);
   for (std::size_t i = 0; i < n; ++i) {
+    if (overflow) buckets_[i].settled_ = &settled_lists_[i * TimerTaskList::kSettledStripes];
     buckets_[i].counter_ = &level_count_;
     buckets_[i].wheel_ = this;
     buckets_[i].slot_ = static_cast<int>(i);
@@ -69,7 +73,8 @@ void TimingWheel::reserve_overflow(std::int64_t expiration) {
   for (TimingWheel* w = this; expiration - w->current_time_ >= w->interval_;
        w = w->overflow_.get()) {
     if (!w->overflow_) {
-      w->overflow_ = std::make_unique<TimingWheel>(w->interval_, w->wheel_size_, w->current_time_);
+      w->overflow_ = std::make_unique<TimingWheel>(w->interval_, w->wheel_size_, w->current_time_,
+                                                   /*overflow=*/true);
       w->overflow_->attach(w->base_);
     }
   }
@@ -86,8 +91,14 @@ bool TimingWheel::place(TimerTask& task, std::int64_t expiration) noexcept {
   const int slot = slot_of(virtual_id);
   TimerTaskList& bucket = buckets_[static_cast<std::size_t>(slot)];
   task.expiration_ = expiration;
-  bucket.add(task);
   bucket.set_expiration(virtual_id * tick_);
+  // Due at the bucket's start, on an overflow level: it runs when this bucket comes due, and the
+  // ahead-of-time cascade leaves it here (timer_task_list.hpp, "Settled tasks").
+  if (bucket.settled_ != nullptr && expiration == virtual_id * tick_) {
+    bucket.add_settled(task);
+  } else {
+    bucket.add(task);
+  }
   set_bit(slot);
   return true;
 }
@@ -101,8 +112,8 @@ std::optional<TimingWheel::AheadWork> TimingWheel::ahead_work(int level) const n
   if (coarse.level_count_ == 0) return std::nullopt;
   const std::int64_t next_id = coarse.current_time_ / coarse.tick_ + 1;
   const TimerTaskList& bucket = coarse.buckets_[static_cast<std::size_t>(coarse.slot_of(next_id))];
-  if (bucket.empty()) return std::nullopt;
-  return AheadWork{saturating_mul(next_id, coarse.tick_), bucket.size(), finer->tick_,
+  if (bucket.regular_size() == 0) return std::nullopt;  // settled tasks stay where they are
+  return AheadWork{saturating_mul(next_id, coarse.tick_), bucket.regular_size(), finer->tick_,
                    coarse.tick_};
 }
 
@@ -132,6 +143,10 @@ std::size_t TimingWheel::memory_bytes() const noexcept {
   for (const TimingWheel* w = this; w != nullptr; w = w->overflow_.get()) {
     n += sizeof(TimingWheel) + static_cast<std::size_t>(w->ring_) * sizeof(TimerTaskList) +
          w->nonempty_.capacity() * sizeof(std::uint64_t);
+    if (w->settled_lists_) {
+      n += static_cast<std::size_t>(w->ring_) * TimerTaskList::kSettledStripes *
+           sizeof(TimerTaskList::List);
+    }
   }
   return n;
 }

@@ -6,7 +6,8 @@
 // ahead of its current time. A task further out goes to an overflow wheel whose tick is this
 // wheel's interval; overflow wheels are created on first use, so a timer holding only short
 // timeouts has one level. When the clock reaches an overflow bucket, its tasks are re-added and
-// fall into finer levels until they expire from level 0 (the cascade).
+// fall into finer levels until they expire from level 0 (the cascade); one due at the bucket's
+// very start is kept apart (settled, timer_task_list.hpp) and expires from that bucket.
 //
 // Kafka finds the next due bucket with a DelayQueue of buckets (O(log buckets) per new bucket and
 // a reaper polling every 200 ms). Here every level keeps a bitmap of its non-empty buckets: the
@@ -51,8 +52,9 @@ class PURGATORY_TIMER_EXPORT TimingWheel {
   static constexpr int kMaxWheelSize = 1 << 16;
 
   // Throws std::invalid_argument (naming the value) for tick <= 0, wheel_size outside
-  // [2, kMaxWheelSize], or start_time < 0.
-  TimingWheel(std::int64_t tick, int wheel_size, std::int64_t start_time);
+  // [2, kMaxWheelSize], or start_time < 0. `overflow`: an overflow level, whose buckets also keep
+  // settled tasks (timer_task_list.hpp).
+  TimingWheel(std::int64_t tick, int wheel_size, std::int64_t start_time, bool overflow = false);
   TimingWheel(const TimingWheel&) = delete;
   TimingWheel& operator=(const TimingWheel&) = delete;
   // Unlinks any task still held (the owner hands them back first; this is a safety net).
@@ -137,8 +139,9 @@ class PURGATORY_TIMER_EXPORT TimingWheel {
   [[nodiscard]] std::optional<AheadWork> ahead_work(int level) const noexcept;
 
   // Moves up to `budget` tasks out of the next bucket of level `level` (>= 1) into the level
-  // below, ahead of time. A task already due (the caller fell behind) goes to due(TimerTask&)
-  // instead. Returns how many tasks it took out.
+  // below, ahead of time; settled ones (due at the bucket's start) stay, to run from it. A task
+  // already due (the caller fell behind) goes to due(TimerTask&) instead. Returns how many tasks it
+  // took out.
   template <class F>
   std::size_t cascade_ahead(int level, std::size_t budget, F&& due) {
     TimingWheel* finer = this;
@@ -150,7 +153,7 @@ class PURGATORY_TIMER_EXPORT TimingWheel {
     TimerTaskList& bucket = coarse.buckets_[static_cast<std::size_t>(slot)];
     std::size_t moved = 0;
     while (moved < budget) {
-      TimerTask* task = bucket.pop();
+      TimerTask* task = bucket.pop_regular();  // settled tasks wait for the bucket's due time
       if (task == nullptr) break;
       ++moved;
       if (!finer->place(*task, task->expiration_)) due(*task);
@@ -237,6 +240,9 @@ class PURGATORY_TIMER_EXPORT TimingWheel {
   std::int64_t interval_;  // tick * wheel_size, saturated at INT64_MAX for the top level
   std::int64_t current_time_;
   std::size_t level_count_ = 0;
+  // The settled lists of the buckets (an overflow level's), before buckets_ so that the buckets,
+  // which point into it, are destroyed first.
+  std::unique_ptr<TimerTaskList::List[]> settled_lists_;
   std::unique_ptr<TimerTaskList[]> buckets_;
   std::vector<std::uint64_t> nonempty_;  // bit i set <=> buckets_[i] non-empty (ring_ bits)
   std::unique_ptr<TimingWheel> overflow_;

@@ -60,8 +60,12 @@ class PurgatoryCore {
  public:
   PurgatoryCore(std::shared_ptr<SystemTimer> timer, const PurgatoryOptions& options,
                 bool owns_timer)
-      : timer_(std::move(timer)), owns_timer_(owns_timer) {
+      : timer_(std::move(timer)), owns_timer_(owns_timer), timeout_slack_(options.timeout_slack) {
     if (!timer_) throw std::invalid_argument("DelayedOperationPurgatory: the timer is null");
+    if (!(options.timeout_slack >= 0.0 && options.timeout_slack <= 1.0)) {
+      throw std::invalid_argument("purgatory '" + options.name + "': timeout_slack = " +
+                                  std::to_string(options.timeout_slack) + " is outside [0, 1]");
+    }
     static_assert(Access::kMaxRegistrySlots >= 65536, "a shard index must fit an operation");
     if (options.shards == 0 || options.shards > 65536) {
       throw std::invalid_argument("purgatory '" + options.name + "': shards = " +
@@ -463,8 +467,12 @@ class PurgatoryCore {
     if (Access::try_complete_locked(op)) return Watch::completed_watched;
     PURGATORY_RACE_POINT("DelayedOperationPurgatory::watch: linked, before the timeout");
     try {
-      TimerAccess::add_at(*timer_, Access::task(op),
-                          watched_at + std::max(op.timeout(), Nanos::zero()));
+      const Nanos timeout = std::max(op.timeout(), Nanos::zero());
+      if (timeout_slack_ == 0.0) {
+        TimerAccess::add_at(*timer_, Access::task(op), watched_at + timeout);
+      } else {
+        TimerAccess::add_at(*timer_, Access::task(op), watched_at + timeout, slack_of(timeout));
+      }
     } catch (const TimerRejected&) {
       // No timeout can be enforced: end it now rather than let it wait forever (its callbacks
       // run when the lock is released).
@@ -613,8 +621,14 @@ class PurgatoryCore {
     return ops;
   }
 
+  // PurgatoryOptions::timeout_slack of `timeout`.
+  [[nodiscard]] Nanos slack_of(Nanos timeout) const noexcept {
+    return Nanos{static_cast<Nanos::rep>(static_cast<double>(timeout.count()) * timeout_slack_)};
+  }
+
   std::shared_ptr<SystemTimer> timer_;
   bool owns_timer_;
+  double timeout_slack_;
   std::size_t mask_ = 0;
   int shift_ = 64;
   std::unique_ptr<Shard[]> shards_;

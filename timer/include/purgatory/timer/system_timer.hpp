@@ -95,6 +95,20 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
     add_task(*task, delay);
   }
 
+  /// As add(), for a task that may run up to `slack` late (a request's timeout that tolerates a
+  /// few percent): never before `delay` from now, at most `slack` after it (plus the tick and
+  /// executor delay every task has). The deadline is rounded up to a multiple of the coarsest
+  /// level tick (tick x wheel_size^k) that is at most `slack`, so it waits in a bucket of that
+  /// level and runs from there, never cascaded to a finer one (Linux's timer wheel and ratas'
+  /// schedule_in_range() trade exactness for the same). A slack below tick x wheel_size changes
+  /// nothing. Tasks rounded to one bucket run together: suited to long timeouts, which are
+  /// rarely reached. Throws as add(), and std::invalid_argument for a negative slack.
+  template <TimerTaskType T>
+  void add(const Ref<T>& task, Nanos delay, Nanos slack) {
+    if (!task) throw std::invalid_argument("SystemTimer::add: task is null");
+    add_task(*task, delay, slack);
+  }
+
   /// As add(), with an absolute deadline on clock(). It reads the clock only when it must (an
   /// empty wheel catches up with it), so a caller that knows the time saves the read. A deadline
   /// already passed runs at the driver's next pass.
@@ -102,6 +116,14 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   void add_at(const Ref<T>& task, Nanos deadline) {
     if (!task) throw std::invalid_argument("SystemTimer::add_at: task is null");
     add_task_at(*task, deadline);
+  }
+
+  /// As add_at(), with a slack as add(task, delay, slack) takes it: the task runs no earlier than
+  /// `deadline` and at most `slack` after it.
+  template <TimerTaskType T>
+  void add_at(const Ref<T>& task, Nanos deadline, Nanos slack) {
+    if (!task) throw std::invalid_argument("SystemTimer::add_at: task is null");
+    add_task_at(*task, deadline, slack);
   }
 
   /// Moves a pending task to `delay` from now, in place: O(1), no allocation (Linux mod_timer).
@@ -175,6 +197,7 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   bool advance_clock(Nanos max_wait);
   bool cancel_scheduled(TimerTask& task, detail::TimerBase& base, std::uintptr_t place) noexcept;
   [[nodiscard]] std::int64_t expiration_for(std::int64_t now, std::int64_t delay) const;
+  [[nodiscard]] std::int64_t with_slack(std::int64_t expiration, Nanos slack) const;
   bool schedule(TimerTask& task, std::int64_t now, std::int64_t expiration, bool only_if_pending,
                 std::int64_t deadline = 0);
   // schedule()'s steps (system_timer.cpp).
@@ -194,6 +217,9 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   bool advance(Nanos max_wait, bool stop_when_drained, const std::int64_t* deadline = nullptr);
   void add_task(TimerTask& task, Nanos delay);
   void add_task_at(TimerTask& task, Nanos deadline);
+  void add_task(TimerTask& task, Nanos delay, Nanos slack);
+  void add_task_at(TimerTask& task, Nanos deadline, Nanos slack);
+  [[nodiscard]] std::int64_t expiration_at(Nanos deadline) const;
   void queue_expired(TimerTask& task, ExpiredBatch& batch) noexcept;
   void prepare_batch(ExpiredBatch& batch, std::size_t tasks) const;
   void hand_off(ExpiredBatch& batch) noexcept;
@@ -240,6 +266,7 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   std::atomic<std::uint32_t> next_start_{0};
   ClockHook clock_hook_{*this};
   std::thread reaper_;
+  const std::int64_t wheel_size_;
   const bool single_thread_;
   mutable std::atomic<std::thread::id> owner_{};  // single_thread, without NDEBUG: who calls
 };

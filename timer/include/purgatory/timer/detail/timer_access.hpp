@@ -18,6 +18,9 @@ struct TimerAccess {
   static void add_at(SystemTimer& timer, TimerTask& task, Nanos deadline) {
     timer.add_task_at(task, deadline);
   }
+  static void add_at(SystemTimer& timer, TimerTask& task, Nanos deadline, Nanos slack) {
+    timer.add_task_at(task, deadline, slack);
+  }
 
   // The external driver's calls (external_driver.hpp states their contract).
   static void attach_driver(SystemTimer& timer, std::function<void()> wakeup) {
