@@ -42,15 +42,25 @@ fi
 # is reported when it fails, and a failure with no output at all is told apart: a test program
 # always prints doctest's summary, so silence means Wine did not start it (or it died before
 # main), not that a test failed.
+# Such a start that failed is tried once more, and said so on stderr: a program that printed
+# nothing has run no test, so running it again hides no result (one that fails the same way
+# twice still fails). Seen once in a CI run of 495 Windows tests.
 log=$(mktemp)
 status=$(mktemp)
 trap 'rm -f "$log" "$status"' EXIT
-{
-  rc=0
-  "$wine" "$@" 2>&1 || rc=$?
-  echo "$rc" >"$status"
-} | tee "$log"
-rc=$(cat "$status")
+run() {
+  {
+    rc=0
+    "$wine" "$@" 2>&1 || rc=$?
+    echo "$rc" >"$status"
+  } | tee "$log"
+  rc=$(cat "$status")
+}
+run "$@"
+if [ "$rc" -ne 0 ] && [ ! -s "$log" ]; then
+  echo "wine-run: $(basename "$1") exited with status $rc and wrote nothing: starting it again" >&2
+  run "$@"
+fi
 if [ "$rc" -ne 0 ]; then
   if [ -s "$log" ]; then
     echo "wine-run: $(basename "$1") exited with status $rc" >&2
