@@ -14,7 +14,7 @@ std::unique_ptr<Purgatory> make_partition_purgatory(const std::shared_ptr<System
   options.shards = 1;
   // A fetch's max wait and a produce's replication timeout are a client's budget, not an alarm:
   // 12.5% late is within what Kafka's own broker gives (a 1 ms x 20 wheel polled every 200 ms),
-  // and the timer then never cascades them (PurgatoryOptions::timeout_slack).
+  // and the timer then moves them down its levels less often (PurgatoryOptions::timeout_slack).
   options.timeout_slack = kTimeoutSlack;
   options.on_callback_error = [&logger](const DelayedOperation&, std::exception_ptr error,
                                         std::string_view where) {
