@@ -22,6 +22,7 @@ struct Config {
   int threads = 1;        // arriving threads, each with its own completer
   double duration_s = 0;  // > 0: arrivals for this long instead of `num` requests (a soak)
   std::string csv;
+  int rounds = 1;  // > 1: the --impl list that many times over (mode_rounds.hpp)
   // No figures printed per run (--max-rate prints a line per step instead).
   bool quiet = false;
   // > 0: no arrivals issued after this many seconds of wall time (a --max-rate step).

@@ -30,6 +30,7 @@
 #include "mode_max_rate.hpp"
 #include "mode_parked.hpp"
 #include "mode_rate.hpp"
+#include "mode_rounds.hpp"
 #include "mode_soak.hpp"
 #include "purgatory_under_test.hpp"
 #include "run_result.hpp"
@@ -161,8 +162,17 @@ int main(int argc, char** argv) {
                  "arriving threads sharing the purgatory, each with its own completer thread; "
                  "each issues --rate/N per second")
       ->check(CLI::Range(1, 64));
+  CLI::Option* rounds =
+      app.add_option("--rounds", config.rounds,
+                     "run the --impl list this many times over, one after the other, and print "
+                     "each one's median CPU per request (with null: minus the harness, and the "
+                     "median ratio ours/lean over null)")
+          ->check(CLI::Range(1, 1000))
+          ->excludes(num)
+          ->excludes("--parked")
+          ->excludes("--soak");
   bool max_rate = false;
-  add_max_rate_options(app, config, max_rate)->excludes(num)->excludes(duration);
+  add_max_rate_options(app, config, max_rate)->excludes(num)->excludes(duration)->excludes(rounds);
   CLI::Option* timeout_option = app.get_option("--timeout");
   CLI11_PARSE(app, argc, argv);
   if (config.parked > 0) {
@@ -190,6 +200,10 @@ int main(int argc, char** argv) {
   }
 
   if (max_rate) return purgatory_bench::run_max_rate(config, impls);
+  if (rounds->count() > 0) {
+    if (config.duration_s <= 0) config.duration_s = 5;
+    return purgatory_bench::run_rounds(config, impls);
+  }
 
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> csv(
       config.csv.empty() ? nullptr : std::fopen(config.csv.c_str(), "w"), &std::fclose);
