@@ -109,7 +109,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_future.hpp: a DelayedFuture completes when every future is done: the callback runs "
     "once, with the futures and Outcome::completed, on the thread that completed the last one") {
-  ManualTimer manual;
+  ManualTimer manual(TimerOptions::Concurrency::thread_safe);  // futures complete on other threads
   DelayedFuturePurgatory<int> purgatory(manual.timer);
   std::vector<Promise<int>> promises(3);
   Response response;
@@ -140,7 +140,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_future.hpp: a DelayedFuture expires after its timeout otherwise: the callback runs "
     "once with Outcome::expired on the timer's executor") {
-  ManualTimer manual;
+  ManualTimer manual(TimerOptions::Concurrency::thread_safe);
   DelayedFuturePurgatory<int> purgatory(manual.timer);
   Promise<int> done;
   Promise<int> never;

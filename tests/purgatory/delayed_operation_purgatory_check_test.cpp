@@ -60,7 +60,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation_purgatory.hpp: check_and_complete() never waits for an operation's lock: "
     "it completes the others on the key and returns while one is locked elsewhere") {
-  ManualPurgatory<int> p;
+  ManualPurgatory<int> p(TimerOptions::Concurrency::thread_safe);
   auto locked = probe(1s);
   auto free_op = probe(1s);
   p.purgatory.try_complete_else_watch(locked, {1});
@@ -88,7 +88,7 @@ TEST_CASE(
     "or the watch's second try): other threads use the same key meanwhile") {
   PurgatoryOptions options;
   options.shards = 1;  // every key in one shard
-  ManualPurgatory<int> p(options);
+  ManualPurgatory<int> p(TimerOptions::Concurrency::thread_safe, options);
   std::atomic<int> others_done{0};
   auto use_the_shard = [&] {
     Signal done;
@@ -202,7 +202,7 @@ TEST_CASE(
 }
 
 TEST_CASE("delayed_operation_purgatory.hpp: cancel_for_key() waits for each operation's lock") {
-  ManualPurgatory<int> p;
+  ManualPurgatory<int> p(TimerOptions::Concurrency::thread_safe);
   auto op = probe(1s);
   p.purgatory.try_complete_else_watch(op, {1});
   op->lock();

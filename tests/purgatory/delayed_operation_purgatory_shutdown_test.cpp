@@ -63,7 +63,8 @@ TEST_CASE(
     "already due keeps Outcome::expired (close() lets it run), the others are shut down") {
   ManualClock clock;
   PurgatoryOptions options;
-  options.timer = ManualTimer::options(clock);
+  options.timer =
+      ManualTimer::options(clock, 1ms, 20, 0, 0, TimerOptions::Concurrency::thread_safe);
   options.timer.executor = nullptr;  // the timer's own ThreadExecutor
   DelayedOperationPurgatory<int> p(options);
   ExternalDriver driver(p.timer());
@@ -182,7 +183,7 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation_purgatory.hpp: shutdown() is idempotent: a second call returns at once, "
     "even while the first still waits for callbacks") {
-  ManualPurgatory<int> p;
+  ManualPurgatory<int> p(TimerOptions::Concurrency::thread_safe);
   auto op = probe(1s);
   p.purgatory.try_complete_else_watch(op, {1});
   // Decides shut_down; the callback blocks.

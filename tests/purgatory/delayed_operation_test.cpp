@@ -53,8 +53,8 @@ TEST_CASE(
 TEST_CASE(
     "delayed_operation.hpp: try_complete() may call check_and_complete() on any purgatory: the "
     "check never blocks on an operation's lock another thread holds") {
-  ManualPurgatory<int> p1;
-  ManualPurgatory<int> p2;
+  ManualPurgatory<int> p1(TimerOptions::Concurrency::thread_safe);
+  ManualPurgatory<int> p2(TimerOptions::Concurrency::thread_safe);
   auto a = probe(1s);
   auto b = probe(1s);
   p1.purgatory.try_complete_else_watch(a, {1});
@@ -140,7 +140,7 @@ TEST_CASE(
     "delayed_operation.hpp: on_complete(), on_expiration() and the outcome listener run with no "
     "lock of the operation or the purgatory held: they may call check_and_complete(), "
     "try_complete_else_watch() of a new operation, cancel_for_key(), from any thread") {
-  ManualPurgatory<int> p;
+  ManualPurgatory<int> p(TimerOptions::Concurrency::thread_safe);
   std::vector<ProbeRef> spawned;
   std::atomic<int> callbacks_ok{0};
   // What every callback does: call into the purgatory on this thread and from another thread

@@ -51,7 +51,7 @@ TEST_CASE(
 
 TEST_CASE(
     "errors.hpp: PurgatoryShutDown while shutdown() runs: nothing new may be watched or checked") {
-  ManualPurgatory<int> p;
+  ManualPurgatory<int> p(TimerOptions::Concurrency::thread_safe);
   auto op = probe(1s);
   p.purgatory.try_complete_else_watch(op, {1});
   HeldInCallback shutter(*op, [&] { p.purgatory.shutdown(); });

@@ -140,7 +140,7 @@ TEST_CASE(
     calls.push_back(
         {std::string(where), std::this_thread::get_id(), op.lock_held_by_current_thread()});
   };
-  ManualPurgatory<int> p(options);
+  ManualPurgatory<int> p(TimerOptions::Concurrency::thread_safe, options);
   auto op = make_operation(
       10ms, [] { return false; }, [] { throw std::runtime_error("c"); },
       [] { throw std::runtime_error("e"); });

@@ -26,6 +26,9 @@ using namespace std::chrono_literals;
 template <class Key = std::string>
 struct ManualPurgatory {
   explicit ManualPurgatory(PurgatoryOptions options = {}) : purgatory(manual.timer, options) {}
+  // A test that calls the purgatory (so its timer) from several threads asks for thread_safe.
+  explicit ManualPurgatory(TimerOptions::Concurrency concurrency, PurgatoryOptions options = {})
+      : manual(concurrency), purgatory(manual.timer, options) {}
   void advance(Nanos by) { manual.advance(by); }
 
   ManualTimer manual;

@@ -7,21 +7,35 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
 #include "purgatory/timer/external_driver.hpp"
 #include "purgatory/timer/system_timer.hpp"
+#include "test_run_mode.hpp"
 
 namespace purgatory::test {
 
+// The mode of a timer a test drives by hand: `asked` if the test names one (a test that calls the
+// timer from several threads asks for thread_safe), else the run's (test_run_mode.hpp).
+inline TimerOptions::Concurrency hand_driven_concurrency(
+    std::optional<TimerOptions::Concurrency> asked = std::nullopt) noexcept {
+  if (asked) return *asked;
+  return single_thread_run() ? TimerOptions::Concurrency::single_thread
+                             : TimerOptions::Concurrency::thread_safe;
+}
+
 // `options` for a timer on `clock` that hands expired tasks to `executor` and is driven by the
-// test (an ExternalDriver): nothing expires until its advance_clock() is called.
+// test (an ExternalDriver): nothing expires until its advance_clock() is called. In the run's mode
+// unless `concurrency` names one.
 inline TimerOptions driven_by_hand(const Clock& clock, std::shared_ptr<Executor> executor,
-                                   TimerOptions options = {}) {
+                                   TimerOptions options = {},
+                                   std::optional<TimerOptions::Concurrency> concurrency = {}) {
   options.clock = &clock;
   options.executor = std::move(executor);
   options.driver = TimerOptions::Driver::external;
+  options.concurrency = hand_driven_concurrency(concurrency);
   return options;
 }
 
@@ -31,26 +45,31 @@ inline TimerOptions driven_by_hand(const Clock& clock, std::shared_ptr<Executor>
 struct ManualTimer {
   explicit ManualTimer(Nanos tick = std::chrono::milliseconds(1), int wheel_size = 20,
                        std::size_t max_pending = 0, std::size_t bases = 0,
-                       TimerOptions::Concurrency concurrency = {})
+                       std::optional<TimerOptions::Concurrency> concurrency = {})
       : shared(std::make_shared<SystemTimer>(
             options(clock, tick, wheel_size, max_pending, bases, concurrency))),
         timer(*shared),
         driver(timer) {}
+  // Defaults but the mode: ManualTimer(TimerOptions::Concurrency::thread_safe) for a test that
+  // calls the timer from several threads.
+  explicit ManualTimer(TimerOptions::Concurrency concurrency)
+      : ManualTimer(std::chrono::milliseconds(1), 20, 0, 0, concurrency) {}
   ManualTimer(const ManualTimer&) = delete;
   ManualTimer& operator=(const ManualTimer&) = delete;
 
   // The options of such a timer on `c`, for tests that build their own.
   static TimerOptions options(const ManualClock& c, Nanos tick = std::chrono::milliseconds(1),
                               int wheel_size = 20, std::size_t max_pending = 0,
-                              std::size_t bases = 0, TimerOptions::Concurrency concurrency = {}) {
+                              std::size_t bases = 0,
+                              std::optional<TimerOptions::Concurrency> concurrency = {}) {
     return driven_by_hand(c, std::make_shared<InlineExecutor>(),
                           TimerOptions{.name = "manual",
                                        .tick = tick,
                                        .wheel_size = wheel_size,
                                        .max_pending = max_pending,
                                        .on_task_error = {},
-                                       .bases = bases,
-                                       .concurrency = concurrency});
+                                       .bases = bases},
+                          concurrency);
   }
 
   // Moves the clock, then drives the timer as its reaper thread would: expiry passes until one
@@ -71,12 +90,14 @@ struct ManualTimer {
 // A timer on a manual clock of its own that hands expired tasks to an E made of `executor_args`
 // (a pool, an executor that holds them...), driven by the test: step() moves the clock and makes
 // one expiry pass. Unlike ManualTimer::advance(), nothing waits for the executor to run them.
+// Thread-safe in every run when E runs tasks on threads of its own (declares kRunsTasksElsewhere),
+// else in the run's mode.
 template <class E>
 struct DrivenTimer {
   template <class... Args>
   explicit DrivenTimer(TimerOptions options = {}, Args&&... executor_args)
       : executor(std::make_shared<E>(std::forward<Args>(executor_args)...)),
-        timer(driven_by_hand(clock, executor, std::move(options))),
+        timer(driven_by_hand(clock, executor, std::move(options), own_mode())),
         driver(timer) {}
   DrivenTimer(const DrivenTimer&) = delete;
   DrivenTimer& operator=(const DrivenTimer&) = delete;
@@ -85,6 +106,14 @@ struct DrivenTimer {
   bool step(Nanos by) {
     clock.advance(by);
     return driver.advance_clock();
+  }
+
+  static std::optional<TimerOptions::Concurrency> own_mode() noexcept {
+    if constexpr (requires { E::kRunsTasksElsewhere; }) {
+      return TimerOptions::Concurrency::thread_safe;
+    } else {
+      return std::nullopt;
+    }
   }
 
   ManualClock clock;

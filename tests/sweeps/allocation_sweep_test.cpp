@@ -42,6 +42,7 @@
 #include "fault_injection.hpp"
 #include "operation_timeout.hpp"
 
+#include "manual_timer.hpp"
 #include "purgatory/asio.hpp"
 #include "purgatory/delayed_future.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
@@ -78,6 +79,7 @@ TimerOptions manual_options(const ManualClock& clock, std::size_t bases) {
   o.executor = std::make_shared<InlineExecutor>();
   o.driver = TimerOptions::Driver::external;
   o.bases = bases;
+  o.concurrency = purgatory::test::hand_driven_concurrency();
   return o;
 }
 

@@ -28,6 +28,7 @@
 #include <doctest/doctest.h>
 
 #include "../purgatory/purgatory_contract_support.hpp"
+#include "manual_timer.hpp"
 #include "purgatory/delayed_operation_purgatory.hpp"
 #include "purgatory/timer/external_driver.hpp"
 #include "purgatory/timer/system_timer.hpp"
@@ -167,6 +168,7 @@ void timer_scenario(Verdict& v) {
   o.executor = std::make_shared<ThrowingExecutor>();
   o.driver = TimerOptions::Driver::external;
   o.bases = 2;
+  o.concurrency = purgatory::test::hand_driven_concurrency();
   o.on_task_error = [&reported](const TimerTask&, std::exception_ptr error) {
     try {
       std::rethrow_exception(error);
@@ -282,6 +284,7 @@ void purgatory_scenario(Verdict& v) {
   o.timer.executor = std::make_shared<InlineExecutor>();
   o.timer.driver = TimerOptions::Driver::external;
   o.timer.bases = 1;
+  o.timer.concurrency = purgatory::test::hand_driven_concurrency();
   o.on_callback_error = [&reported](const DelayedOperation&, std::exception_ptr error,
                                     std::string_view) {
     try {

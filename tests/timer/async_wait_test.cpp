@@ -135,7 +135,7 @@ TEST_CASE(
 TEST_CASE(
     "async.hpp: a stop requested through the stop_token cancels the task: operation_aborted "
     "once, nothing scheduled, nothing later") {
-  ManualTimer m;
+  ManualTimer m(TimerOptions::Concurrency::thread_safe);  // the stop comes from another thread
   boost::asio::io_context io;
   Completions c{io, {}};
   std::stop_source stop;

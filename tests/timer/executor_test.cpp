@@ -283,7 +283,7 @@ TEST_CASE("executor.hpp: close() calls shutdown() only on the executor the timer
 }
 
 TEST_CASE("executor.hpp: InlineExecutor runs batches on the thread that advances the clock") {
-  Timed t(std::make_shared<InlineExecutor>());
+  Timed t(std::make_shared<InlineExecutor>(), {}, TimerOptions::Concurrency::thread_safe);
   std::thread::id ran_on;
   t.timer.add(purgatory::make_task([&] { ran_on = std::this_thread::get_id(); }), 1ms);
   std::thread::id advancer;

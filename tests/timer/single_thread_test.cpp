@@ -64,7 +64,9 @@ TEST_CASE("single_thread: needs an external driver and an executor of the caller
   SystemTimer timer(eight);
   CHECK(timer.base_count() == 1);
   CHECK(timer.single_thread());
-  CHECK_FALSE(SystemTimer(ManualTimer::options(clock)).single_thread());
+  CHECK_FALSE(SystemTimer(ManualTimer::options(clock, 1ms, 20, 0, 0,
+                                               TimerOptions::Concurrency::thread_safe))
+                  .single_thread());
 }
 
 TEST_CASE("single_thread: every task ends once, never early, within a tick, never inside add()") {
@@ -233,3 +235,15 @@ TEST_CASE("single_thread (a build without NDEBUG): a call from another thread ab
   CHECK(drive.find("advance_clock()") != std::string::npos);
 }
 #endif
+
+TEST_CASE(
+    "single_thread: in a suite's single_thread run (--timer-concurrency=single_thread) the timers "
+    "its tests drive by hand are single-threaded, unless a test asks for a thread-safe one") {
+  ManualClock clock;
+  ManualTimer m;
+  CHECK(m.timer.single_thread() == purgatory::test::single_thread_run());
+  CHECK(SystemTimer(driven_by_hand(clock, std::make_shared<InlineExecutor>())).single_thread() ==
+        purgatory::test::single_thread_run());
+  ManualTimer shared(TimerOptions::Concurrency::thread_safe);
+  CHECK_FALSE(shared.timer.single_thread());
+}

@@ -29,10 +29,12 @@ namespace {
 using contract::Signal;
 
 // A timer on a manual clock, driven from outside, whose expired tasks go to `executor`.
+// In the run's mode, except with several bases: a single-thread timer has one.
 TimerOptions manual_options(const ManualClock& clock, std::shared_ptr<Executor> executor,
                             std::size_t bases = 1) {
-  return driven_by_hand(clock, std::move(executor),
-                        {.name = "drain", .tick = 1ms, .wheel_size = 20, .bases = bases});
+  return driven_by_hand(
+      clock, std::move(executor), {.name = "drain", .tick = 1ms, .wheel_size = 20, .bases = bases},
+      bases > 1 ? std::optional(TimerOptions::Concurrency::thread_safe) : std::nullopt);
 }
 
 TEST_CASE(

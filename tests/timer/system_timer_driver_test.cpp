@@ -113,7 +113,7 @@ TEST_CASE(
     "system_timer.hpp: advance_clock(Nanos::max()) waits until something is due, or until "
     "close()") {
   {
-    ManualTimer m;
+    ManualTimer m(TimerOptions::Concurrency::thread_safe);  // driven on another thread
     auto task = purgatory::make_task<CountingTask>();
     m.timer.add(task, 5ms);
     std::atomic<bool> returned{false};
@@ -151,7 +151,7 @@ TEST_CASE(
 TEST_CASE(
     "system_timer.hpp: advance_clock(max_wait) on a ManualClock waits until the clock moved "
     "max_wait, then returns false when nothing is due") {
-  ManualTimer m;
+  ManualTimer m(TimerOptions::Concurrency::thread_safe);  // driven on another thread
   m.timer.add(purgatory::make_task<CountingTask>(), 1h);
   std::atomic<bool> done{false};
   Nanos returned_at{-1};

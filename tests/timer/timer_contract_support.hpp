@@ -91,6 +91,8 @@ class StashExecutor final : public Executor {
 // `threads` workers sharing one FIFO queue: batches may run concurrently, as on any thread pool.
 class PoolExecutor final : public Executor {
  public:
+  // Tasks run on the workers: a timer handing them here is thread-safe in every run (DrivenTimer).
+  static constexpr bool kRunsTasksElsewhere = true;
   explicit PoolExecutor(int threads) {
     for (int i = 0; i < threads; ++i)
       workers_.emplace_back([this] { work(); });
@@ -222,12 +224,15 @@ class Watchdog {
 // Helpers shared by a header's contract tests and its race tests.
 namespace purgatory::test {
 
-// A timer on a manual clock with the executor given.
+// A timer on a manual clock with the executor given, in the run's mode unless `concurrency` names
+// one.
 struct Timed {
   explicit Timed(std::shared_ptr<purgatory::Executor> executor,
-                 purgatory::TaskErrorHandler on_error = {})
+                 purgatory::TaskErrorHandler on_error = {},
+                 std::optional<TimerOptions::Concurrency> concurrency = {})
       : timer(driven_by_hand(clock, std::move(executor),
-                             {.name = "exec", .on_task_error = std::move(on_error)})) {}
+                             {.name = "exec", .on_task_error = std::move(on_error)}, concurrency)) {
+  }
   void advance(Nanos by) {
     clock.advance(by);
     driver.advance_clock();

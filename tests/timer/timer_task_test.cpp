@@ -193,7 +193,7 @@ TEST_CASE(
     CHECK(finished);
   }
   SUBCASE("from another thread") {
-    ManualTimer m;
+    ManualTimer m(TimerOptions::Concurrency::thread_safe);
     Signal in_run;
     Signal release;
     std::atomic<bool> finished{false};
@@ -217,7 +217,7 @@ TEST_CASE(
     "timer_task.hpp: cancel() is thread-safe: 8 threads cancel one pending task, exactly one "
     "gets true") {
   for (int round = 0; round < 50; ++round) {
-    ManualTimer m;
+    ManualTimer m(TimerOptions::Concurrency::thread_safe);
     auto task = purgatory::make_task<CountingTask>();
     m.timer.add(task, 5ms);
     std::atomic<int> go{0};
