@@ -236,7 +236,7 @@ TEST_CASE(
   CHECK(op->expirations == 1);
   CHECK(at >= 1003);
   CHECK(at <= 1003 + 125);
-  CHECK(at == 1020);  // rounded to the coarsest level tick within 125 ms: 20 ms
+  CHECK(at == 1020);  // rounded to the coarsest level tick within half of 125 ms: 20 ms
 
   for (const double bad : {-0.1, 1.5}) {
     PurgatoryOptions o;

@@ -34,8 +34,9 @@ TaskRef stamping(ManualTimer& m, Stamp& s) {
 }  // namespace
 
 TEST_CASE(
-    "add with slack: runs at the deadline rounded up to the coarsest level tick within the slack "
-    "(1 ms x 20: a 125 ms slack rounds to 20 ms), never before the deadline") {
+    "add with slack: runs at the deadline rounded up to the coarsest level tick within half the "
+    "slack (1 ms x 20: a 125 ms slack rounds to 20 ms, a 39 ms one to nothing), never before the "
+    "deadline") {
   ManualTimer m;  // 1 ms x 20: level ticks 1, 20, 400 ms
   m.advance(3ms);
   Stamp s;
@@ -46,11 +47,11 @@ TEST_CASE(
   CHECK(s.runs == 1);
   CHECK(s.at == 1020ms);
 
-  // A slack of 400 ms or more rounds to 400 ms; below 20 ms (tick x wheel_size) it changes
-  // nothing.
+  // A slack of 800 ms or more rounds to 400 ms; below 40 ms (twice tick x wheel_size) it changes
+  // nothing: the other half of a slack is the time to run the bucket's other tasks.
   Stamp coarse, exact;
-  m.timer.add(stamping(m, coarse), 1000ms, 450ms);  // 2020 -> 2400 ms
-  m.timer.add(stamping(m, exact), 1000ms, 19ms);    // 2020 ms, as add() alone
+  m.timer.add(stamping(m, coarse), 1000ms, 900ms);  // 2020 -> 2400 ms
+  m.timer.add(stamping(m, exact), 1000ms, 39ms);    // 2020 ms, as add() alone
   advance_to(m, 2020ms);
   CHECK(exact.runs == 1);
   CHECK(exact.at == 2020ms);
@@ -66,8 +67,8 @@ TEST_CASE(
   ManualTimer m;
   m.advance(3ms);
   Stamp slack, exact;
-  // Deadline 303 ms: with 25 ms of slack, 320 ms, the start of a level-1 (20 ms) bucket.
-  m.timer.add(stamping(m, slack), 300ms, 25ms);
+  // Deadline 303 ms: with 50 ms of slack, 320 ms, the start of a level-1 (20 ms) bucket.
+  m.timer.add(stamping(m, slack), 300ms, 50ms);
   m.timer.add(stamping(m, exact), 300ms);
   CHECK(m.timer.size_per_level() == std::vector<std::size_t>{0, 2});
   advance_to(m, 302ms);
@@ -104,15 +105,15 @@ TEST_CASE(
   Stamp a, b;
   const TaskRef ta = stamping(m, a);
   const TaskRef tb = stamping(m, b);
-  m.timer.add(ta, 300ms, 25ms);  // 300 ms, a level-1 bucket's start
-  m.timer.add(tb, 300ms, 25ms);
+  m.timer.add(ta, 300ms, 50ms);  // 300 ms, a level-1 bucket's start
+  m.timer.add(tb, 300ms, 50ms);
   CHECK(ta->cancel());
   CHECK_FALSE(ta->cancel());
-  m.timer.add(tb, 50ms, 10ms);  // moved: 50 ms, exact (10 ms < 20 ms)
+  m.timer.add(tb, 50ms, 10ms);  // moved: 50 ms, exact (10 ms < 40 ms)
   advance_to(m, 50ms);
   CHECK(b.runs == 1);
   CHECK(b.at == 50ms);
-  m.timer.add(ta, 100ms, 30ms);          // 150 ms -> 160 ms
+  m.timer.add(ta, 100ms, 60ms);          // 150 ms -> 160 ms
   CHECK(m.timer.reschedule(*ta, 10ms));  // reschedule() is exact: 60 ms
   advance_to(m, 400ms);
   CHECK(a.runs == 1);

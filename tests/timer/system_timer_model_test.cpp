@@ -58,11 +58,11 @@ struct Model {
 // base), so idle tasks re-added land in another base than before, while a pending task re-added
 // moves within its own.
 // The expiration add(task, delay, slack) promises (system_timer.hpp): the tick-rounded one,
-// rounded up again to the coarsest level tick (tick x wheel_size^k) not above the slack.
+// rounded up again to the coarsest level tick (tick x wheel_size^k) not above half the slack.
 std::int64_t expiration_with_slack(std::int64_t expiration, std::int64_t slack, std::int64_t tick,
                                    std::int64_t wheel_size) {
   std::int64_t grain = tick;
-  while (grain * wheel_size <= slack)
+  while (grain * wheel_size <= slack / 2)
     grain *= wheel_size;
   return (expiration + grain - 1) / grain * grain;
 }

@@ -33,7 +33,7 @@ struct PurgatoryOptions {
   /// How late, as a fraction of its timeout, an operation may expire, in [0, 1]: 0 (the default)
   /// keeps the timer's one-tick promise; 0.125 lets a 1 s timeout expire up to 125 ms late
   /// (never early), and the timer then keeps it in a coarse bucket, moving it down its levels
-  /// less often (SystemTimer::add(task, delay, slack); a slack below the timer's tick x
+  /// less often (SystemTimer::add(task, delay, slack); a slack below twice the timer's tick x
   /// wheel_size changes nothing). Kafka's own timeouts are only as exact as its 1 ms x 20 wheel
   /// and 200 ms reaper poll; Linux's timer wheel allows 12.5%.
   double timeout_slack = 0.0;

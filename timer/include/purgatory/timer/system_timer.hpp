@@ -98,11 +98,13 @@ class PURGATORY_TIMER_EXPORT SystemTimer {
   /// As add(), for a task that may run up to `slack` late (a request's timeout that tolerates a
   /// few percent): never before `delay` from now, at most `slack` after it (plus the tick and
   /// executor delay every task has). The deadline is rounded up to a multiple of the coarsest
-  /// level tick (tick x wheel_size^k) that is at most `slack`, so it waits in a bucket of that
-  /// level and runs from there, never cascaded to a finer one (Linux's timer wheel and ratas'
-  /// schedule_in_range() trade exactness for the same). A slack below tick x wheel_size changes
-  /// nothing. Tasks rounded to one bucket run together: suited to long timeouts, which are
-  /// rarely reached. Throws as add(), and std::invalid_argument for a negative slack.
+  /// level tick (tick x wheel_size^k) that is at most half of `slack`, so it waits in a bucket of
+  /// that level and runs from there, never cascaded to a finer one (Linux's timer wheel and ratas'
+  /// schedule_in_range() trade exactness for the same). The other half is for the tasks rounded
+  /// to the same bucket, which run together: an executor that keeps up runs a bucket's worth of
+  /// them in less than its width, so each stays within its slack. A slack below twice tick x
+  /// wheel_size changes nothing. Suited to long timeouts, which are rarely reached. Throws as
+  /// add(), and std::invalid_argument for a negative slack.
   template <TimerTaskType T>
   void add(const Ref<T>& task, Nanos delay, Nanos slack) {
     if (!task) throw std::invalid_argument("SystemTimer::add: task is null");
