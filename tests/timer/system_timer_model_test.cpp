@@ -9,6 +9,7 @@
 #include "purgatory/timer/system_timer.hpp"
 
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <vector>
@@ -67,14 +68,18 @@ std::int64_t expiration_with_slack(std::int64_t expiration, std::int64_t slack, 
   return (expiration + grain - 1) / grain * grain;
 }
 
-// `concurrency`: single_thread makes the same calls on a timer that takes no lock (one base).
+// `concurrency`: single_thread makes the same calls on a timer that takes no lock (one base);
+// none: the run's mode (test_run_mode.hpp), so that the suite's single_thread run takes every
+// script through a single-thread timer.
 // `slack`: 40% of the adds give a slack of up to half the delay (add(task, delay, slack)).
 void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size, std::size_t bases = 1,
-               purgatory::TimerOptions::Concurrency concurrency = {}, bool slack = false) {
+               std::optional<purgatory::TimerOptions::Concurrency> concurrency = std::nullopt,
+               bool slack = false) {
   purgatory::test::ManualTimer m(tick, wheel_size, 0, bases, concurrency);
-  REQUIRE(m.timer.base_count() == bases);
-  REQUIRE(m.timer.single_thread() ==
-          (concurrency == purgatory::TimerOptions::Concurrency::single_thread));
+  const bool single = purgatory::test::hand_driven_concurrency(concurrency) ==
+                      purgatory::TimerOptions::Concurrency::single_thread;
+  REQUIRE(m.timer.single_thread() == single);
+  REQUIRE(m.timer.base_count() == (single ? 1 : bases));
   std::vector<std::pair<int, Nanos>> fired;
   constexpr int kTasks = 2000;
   std::vector<purgatory::Ref<ModelTask>> tasks;
@@ -105,7 +110,7 @@ void run_model(std::uint64_t seed, int steps, Nanos tick, int wheel_size, std::s
       const std::int64_t now = m.clock.now().count();
       const auto slot = static_cast<std::uint32_t>(uniform(0, 63));
       purgatory::detail::set_timer_thread_slot(slot);
-      if (model.pending.count(id) == 0) base_of[id] = slot % bases;
+      if (model.pending.count(id) == 0) base_of[id] = slot % m.timer.base_count();
       model.remove(id);
       const std::int64_t late =
           slack && delay > 0 && uniform(0, 99) < 40 ? uniform(0, delay / 2) : 0;
