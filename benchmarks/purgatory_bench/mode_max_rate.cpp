@@ -42,10 +42,6 @@ std::string failure_of(const Config& config, double rate, const Result& r) {
   return "";
 }
 
-double cpu_per_request_us(const Result& r) {
-  return 1e6 * r.cpu_s / static_cast<double>(r.requests > 0 ? r.requests : 1);
-}
-
 // One step: a quiet rate run at `rate`, judged and printed on one line.
 Step run_step(const Implementation& impl, const Config& config, double rate, int attempt) {
   Config step = config;
@@ -60,7 +56,7 @@ Step run_step(const Implementation& impl, const Config& config, double rate, int
       "  {:<5} {:>9.0f}/s{}: p99 lateness {:6.2f} ms, expiry p99 {:6.1f} ms, CPU {:.3f} us/req "
       "({:.0f}% of a core) -> {}\n",
       impl.name, rate, attempt > 0 ? " again" : "", s.result.lateness_p99_ms,
-      s.result.expiry_p99_ms, cpu_per_request_us(s.result),
+      s.result.expiry_p99_ms, s.result.cpu_per_request_us(),
       100.0 * s.result.cpu_s / s.result.elapsed_s, s.failure.empty() ? "sustained" : s.failure);
   std::fflush(stdout);
   return s;
@@ -132,7 +128,7 @@ void print_table(const Config& config, const std::vector<Found>& all) {
     const Result& r = f.best.result;
     fmt::print("  {:<5} {:>12} {:>16.2f} {:>16.3f} {:>13.0f} {:>6}\n", f.name,
                fmt::format("{}{:.0f}", f.at_limit ? ">= " : "", f.best.rate), r.lateness_p99_ms,
-               cpu_per_request_us(r), 100.0 * r.cpu_s / r.elapsed_s, f.steps);
+               r.cpu_per_request_us(), 100.0 * r.cpu_s / r.elapsed_s, f.steps);
   }
   const auto rate_of = [&](const char* name) {
     for (const Found& f : all) {

@@ -190,9 +190,6 @@ void print_comparisons(const Results& results) {
   const Result* ours = find("ours");
   const Result* naive = find("naive");
   const Result* null = find("null");
-  const auto per_request_us = [](const Result& r) {
-    return 1e6 * r.cpu_s / static_cast<double>(std::max(r.requests, 1L));
-  };
   if (ours != nullptr && naive != nullptr) {
     fmt::print("cpu ours {:.2f} s, naive {:.2f} s\n", ours->cpu_s, naive->cpu_s);
     fmt::print("cpu ratio naive/ours: {:.2f}\n", naive->cpu_s / ours->cpu_s);
@@ -201,8 +198,8 @@ void print_comparisons(const Results& results) {
     for (const auto& [name, result] : results) {
       if (name == "null") continue;
       fmt::print("cpu per request minus the harness: {} {:.3f} us ({:.3f} - {:.3f})\n", name,
-                 per_request_us(result) - per_request_us(*null), per_request_us(result),
-                 per_request_us(*null));
+                 result.cpu_per_request_us() - null->cpu_per_request_us(),
+                 result.cpu_per_request_us(), null->cpu_per_request_us());
     }
   }
 }

@@ -18,10 +18,6 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-double cpu_per_request_us(const Result& r) {
-  return 1e6 * r.cpu_s / static_cast<double>(std::max(r.requests, 1L));
-}
-
 // Where `name` is in the list, or -1.
 int index_of(const std::vector<const Implementation*>& impls, std::string_view name) {
   for (std::size_t i = 0; i < impls.size(); ++i) {
@@ -49,7 +45,7 @@ int run_rounds(const Config& config, const std::vector<const Implementation*>& i
       const Result r = impls[i]->run(run, impls[i]->name, nullptr);
       const bool lost = r.resolved != r.requests;
       if (lost || r.early != 0) failed = 1;
-      per_request[i].push_back(cpu_per_request_us(r));
+      per_request[i].push_back(r.cpu_per_request_us());
       fmt::print("  round {} {:<5} CPU {:.3f} us/req, p99 lateness {:.2f} ms{}{}\n", round,
                  impls[i]->name, per_request[i].back(), r.lateness_p99_ms,
                  lost ? fmt::format(", LOST {} of {}", r.requests - r.resolved, r.requests) : "",

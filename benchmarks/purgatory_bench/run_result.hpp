@@ -23,6 +23,11 @@ struct Result {
   long resolved = 0;           // requests resolved once the run drained (or gave up)
   long early = 0;              // completed before their intended time
   bool drained = false;        // every request resolved before the drain limit
+
+  // Process CPU time per request, in microseconds.
+  [[nodiscard]] double cpu_per_request_us() const {
+    return 1e6 * cpu_s / static_cast<double>(requests > 0 ? requests : 1);
+  }
 };
 
 // Each implementation's result, in the order of --impl.

@@ -73,14 +73,8 @@ struct Ledger {
 };
 
 TimerOptions manual_options(const ManualClock& clock, std::size_t bases) {
-  TimerOptions o;
-  o.name = "sweep";
-  o.clock = &clock;
-  o.executor = std::make_shared<InlineExecutor>();
-  o.driver = TimerOptions::Driver::external;
-  o.bases = bases;
-  o.concurrency = purgatory::test::hand_driven_concurrency();
-  return o;
+  return purgatory::test::driven_by_hand(clock, std::make_shared<InlineExecutor>(),
+                                         {.name = "sweep", .bases = bases});
 }
 
 // Moves the clock and expires what is due; an expiry out of memory leaves the rest scheduled, so

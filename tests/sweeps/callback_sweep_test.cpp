@@ -162,13 +162,8 @@ void timer_scenario(Verdict& v) {
   contract::StderrCapture printed;
   ManualClock clock;
   int reported = 0;
-  TimerOptions o;
-  o.name = "callbacks";
-  o.clock = &clock;
-  o.executor = std::make_shared<ThrowingExecutor>();
-  o.driver = TimerOptions::Driver::external;
-  o.bases = 2;
-  o.concurrency = purgatory::test::hand_driven_concurrency();
+  TimerOptions o = purgatory::test::driven_by_hand(clock, std::make_shared<ThrowingExecutor>(),
+                                                   {.name = "callbacks", .bases = 2});
   o.on_task_error = [&reported](const TimerTask&, std::exception_ptr error) {
     try {
       std::rethrow_exception(error);
@@ -280,11 +275,8 @@ void purgatory_scenario(Verdict& v) {
   PurgatoryOptions o;
   o.name = "callbacks";
   o.shards = 2;
-  o.timer.clock = &clock;
-  o.timer.executor = std::make_shared<InlineExecutor>();
-  o.timer.driver = TimerOptions::Driver::external;
-  o.timer.bases = 1;
-  o.timer.concurrency = purgatory::test::hand_driven_concurrency();
+  o.timer =
+      purgatory::test::driven_by_hand(clock, std::make_shared<InlineExecutor>(), {.bases = 1});
   o.on_callback_error = [&reported](const DelayedOperation&, std::exception_ptr error,
                                     std::string_view) {
     try {

@@ -172,8 +172,7 @@ std::int64_t SystemTimer::with_slack(std::int64_t expiration, Nanos slack) const
   // Half the slack is the rounding's, half is left to run the bucket: a bucket of grain g holds
   // deadlines spread over g, and an executor that keeps up (busy a fraction u < 1 of the time)
   // runs them in u x g. So with g <= slack / 2 a task waits less than g for its bucket and less
-  // than g behind the bucket's others: within its slack. (Rounding to g <= slack, the tasks of a
-  // large bucket ran up to u x g past it, a bucket's worth of executor time.)
+  // than g behind the bucket's others: within its slack.
   const std::int64_t half = slack.count() / 2;
   if (expiration < 0 || half < tick_.count() * wheel_size_) return expiration;
   // The coarsest level tick (tick x wheel_size^k) not above half the slack: rounded up to it, the
