@@ -88,6 +88,13 @@ TEST_CASE(
     }
     REQUIRE(counter == lists[0].size() + lists[1].size() + lists[2].size());
     REQUIRE(counter == where.size());
+    for (int i = 0; i < 3; ++i) {  // each list holds exactly the model's tasks
+      std::multiset<const TimerTask*> expected;
+      for (const auto& [task, l] : where) {
+        if (l == i) expected.insert(task);
+      }
+      REQUIRE(contents(lists[i]) == expected);
+    }
   }
   for (auto& l : lists)
     l.flush([](TimerTask&) {});
@@ -113,6 +120,43 @@ TEST_CASE(
   CHECK(popped.count(tasks[13].get()) == 0);
   CHECK(list.empty());
   CHECK(list.pop() == nullptr);
+}
+
+// pop() leaves the back link of each stripe's new front stale (timer_task_list.hpp): a remove()
+// of such a front must not write into the popped task, now in another list.
+TEST_CASE(
+    "timer_task_list.hpp: remove() of the tasks a pop() left at the front of their stripes keeps "
+    "both lists intact") {
+  constexpr std::size_t kPerStripe = 3;
+  constexpr std::size_t kTasks = TimerTaskList::kStripes * kPerStripe;
+  auto tasks = make_counting_tasks(kTasks);
+  TimerTaskList from;
+  TimerTaskList to;
+  for (auto& t : tasks)
+    from.add(*t);
+  std::multiset<const TimerTask*> moved;
+  for (std::size_t i = 0; i < TimerTaskList::kStripes; ++i) {  // one from each stripe
+    TimerTask* t = from.pop();
+    REQUIRE(t != nullptr);
+    moved.insert(t);
+    to.add(*t);
+  }
+  // Remove every task left, the fronts the pops left first among them, in each order.
+  std::multiset<const TimerTask*> left = contents(from);
+  REQUIRE(left.size() == kTasks - TimerTaskList::kStripes);
+  for (auto& t : tasks) {
+    if (left.count(t.get()) == 0) continue;
+    from.remove(*t);
+    left.erase(t.get());
+    REQUIRE(contents(from) == left);
+    REQUIRE(contents(to) == moved);
+  }
+  CHECK(from.empty());
+  CHECK(from.pop() == nullptr);
+  std::size_t popped = 0;
+  while (to.pop() != nullptr)
+    ++popped;
+  CHECK(popped == TimerTaskList::kStripes);
 }
 
 TEST_CASE(

@@ -12,6 +12,15 @@
 // in turn, prefetching each list's next task: up to kStripes misses are in flight at once. The
 // order within a bucket (all due at the same tick) is not preserved, nor needed.
 //
+// Why a pop leaves the next task's back link stale. Unlinking the front of a doubly-linked list
+// writes the back link of the task after it, a line the prefetch above has only just asked for:
+// that store waits in the core's store buffer until the line arrives, and with a few such stores
+// per pop the buffer, not the prefetches, bounds how many misses are in flight (a quarter of the
+// expiry's time with a million tasks pending: docs/performance.md). So pop() writes only the
+// list's head and marks the stripe's new front as stale (`stale_`); nothing walks a list
+// backwards, and the one operation that reads a task's back link, remove(), first repairs every
+// stale front of its bucket (repair_fronts()).
+//
 // Settled tasks. A bucket of an overflow level spans many finer ticks; a task due at its very
 // start needs no finer bucket: it can run when this one comes due. The wheel links such a task
 // as *settled* (add_settled()), in a second set of kSettledStripes lists that pop_regular() (the
@@ -44,6 +53,8 @@ class TimerTaskList {
   static constexpr unsigned kStripes = 8;
   // Lists of settled tasks a bucket of an overflow level spreads them over.
   static constexpr unsigned kSettledStripes = 4;
+  static_assert(kStripes + kSettledStripes <= 16 && 256 % kStripes == 0 &&
+                256 % kSettledStripes == 0);
 
   // `shared_counter` (may be null) is incremented and decremented with this list's size.
   explicit TimerTaskList(std::size_t* shared_counter = nullptr) noexcept
@@ -66,6 +77,7 @@ class TimerTaskList {
   // (the timer that last held it) until it is added again.
   void remove(TimerTask& task) noexcept {
     assert(task.hook_.is_linked() && task.bucket() == this);
+    if (stale_ != 0) repair_fronts();
     if (settled_size_ != 0 && is_settled(task)) --settled_size_;
     task.hook_.unlink();
     --size_;
@@ -79,18 +91,19 @@ class TimerTaskList {
     if (TimerTask* task = pop_regular()) return task;
     if (settled_size_ == 0) return nullptr;
     --settled_size_;
-    return pop_from(settled_, kSettledStripes);
+    return pop_from(settled_, kSettledStripes, kStripes);
   }
   // As pop(), taking regular tasks only (the ahead-of-time cascade: settled ones stay).
   TimerTask* pop_regular() noexcept {
     if (size_ == settled_size_) return nullptr;
-    return pop_from(stripes_, kStripes);
+    return pop_from(stripes_, kStripes, 0);
   }
 
  private:
   using List = boost::intrusive::list<
       TimerTask, boost::intrusive::member_hook<TimerTask, TimerTask::Hook, &TimerTask::hook_>,
       boost::intrusive::constant_time_size<false>>;
+  using Links = List::node_traits;
 
   [[nodiscard]] bool is_settled(const TimerTask& task) const noexcept {
     return settled_ != nullptr && task.expiration_ == expiration_;
@@ -103,20 +116,47 @@ class TimerTaskList {
     ++size_;
     if (counter_ != nullptr) ++*counter_;
   }
-  // One task of `stripes`, which holds at least one.
-  TimerTask* pop_from(List* stripes, unsigned count) noexcept {
+  // One task of `stripes`, which holds at least one; `first_bit`: the stripes' first bit in
+  // stale_. Unlinks the front writing the head only: the new front's back link is left stale.
+  TimerTask* pop_from(List* stripes, unsigned count, unsigned first_bit) noexcept {
     for (unsigned i = 0; i < count; ++i) {
-      List& stripe = stripes[pop_stripe_++ % count];
+      const unsigned index = pop_stripe_++ % count;
+      List& stripe = stripes[index];
       if (stripe.empty()) continue;
       TimerTask& task = stripe.front();
-      stripe.pop_front();
-      if (!stripe.empty()) prefetch_for_write(&stripe.front());
+      const auto head = stripe.end().pointed_node();
+      const auto node = List::value_traits::to_node_ptr(task);
+      const auto next = Links::get_next(node);
+      Links::set_next(head, next);
+      const auto bit = static_cast<std::uint16_t>(1U << (first_bit + index));
+      if (next == head) {  // emptied: the head links to itself both ways
+        Links::set_previous(head, head);
+        stale_ = static_cast<std::uint16_t>(stale_ & ~bit);
+      } else {
+        stale_ = static_cast<std::uint16_t>(stale_ | bit);
+        prefetch_for_write(&*stripe.begin());
+      }
+      List::node_algorithms::init(node);  // unlinked, as pop_front() leaves an auto-unlink hook
       --size_;
       if (counter_ != nullptr) --*counter_;
       return &task;
     }
     assert(false && "size_ disagrees with the stripes");
     return nullptr;
+  }
+  // Restores the back link of every front pop_from() left stale.
+  void repair_fronts() noexcept {
+    const auto repair = [](List& stripe) {
+      if (!stripe.empty())
+        Links::set_previous(stripe.begin().pointed_node(), stripe.end().pointed_node());
+    };
+    for (unsigned i = 0; i < kStripes; ++i) {
+      if ((stale_ >> i) & 1U) repair(stripes_[i]);
+    }
+    for (unsigned i = 0; settled_ != nullptr && i < kSettledStripes; ++i) {
+      if ((stale_ >> (kStripes + i)) & 1U) repair(settled_[i]);
+    }
+    stale_ = 0;
   }
 
  public:
@@ -177,8 +217,12 @@ class TimerTaskList {
   friend class purgatory::TimerTask;  // a task's place names its bucket, whose base_ it reads
 
   List stripes_[kStripes];
-  unsigned next_stripe_ = 0;
-  unsigned pop_stripe_ = 0;
+  // Round-robin positions; 256 is a multiple of every stripe count, so they may wrap.
+  std::uint8_t next_stripe_ = 0;
+  std::uint8_t pop_stripe_ = 0;
+  // Stripes whose front's back link pop_from() left stale: bit i for stripes_[i], bit kStripes + i
+  // for settled_[i].
+  std::uint16_t stale_ = 0;
   std::size_t size_ = 0;  // every task, settled ones included
   std::size_t* counter_;
   std::int64_t expiration_ = kNoExpiration;
