@@ -14,9 +14,13 @@
 namespace purgatory::detail {
 
 struct BatchContext {
-  explicit BatchContext(TaskErrorHandler handler) : on_error(std::move(handler)) {}
+  BatchContext(TaskErrorHandler handler, bool single_thread_timer)
+      : on_error(std::move(handler)), single_thread(single_thread_timer) {}
 
   const TaskErrorHandler on_error;
+  // The timer is Concurrency::single_thread: its batches run on the thread that owns it, the only
+  // one touching a queued task's state, so a claim is a load and a store.
+  const bool single_thread;
   // Batches whose first task expired and that have not been run or dropped yet: counted once
   // per batch (at most SystemTimer::kMaxBatch tasks), not once per task.
   std::atomic<std::size_t> in_flight{0};

@@ -40,8 +40,15 @@ void ExpiredBatch::land() noexcept {
   }
 }
 
-bool ExpiredBatch::claim(TimerTask& task, std::uint32_t ticket) noexcept {
+bool ExpiredBatch::claim(TimerTask& task, std::uint32_t ticket, bool single_thread) noexcept {
   std::uint64_t w = task.word_.load(std::memory_order_acquire);
+  if (single_thread) {
+    if (TimerTask::state_of(w) != ticket) return false;
+    task.word_.store(TimerTask::make_word(TimerTask::with_phase(ticket, TimerTask::kIdle),
+                                          TimerTask::refs_of(w)),
+                     std::memory_order_relaxed);
+    return true;
+  }
   while (TimerTask::state_of(w) == ticket) {  // the count may change meanwhile; the state not
     if (task.word_.compare_exchange_weak(
             w,
@@ -55,12 +62,13 @@ bool ExpiredBatch::claim(TimerTask& task, std::uint32_t ticket) noexcept {
 }
 
 void ExpiredBatch::run_all() noexcept {
+  const bool single_thread = context_ && context_->single_thread;
   for (Job& job : jobs_) {
     TimerTask& task = *job.task;
     PURGATORY_RACE_POINT("ExpiredBatch::run_all: before the claim");
     // Claim the run: only the batch issued for the task's current queued state may start it. A
     // cancel() or re-add in between changed the state, and then the run is withdrawn.
-    if (claim(task, job.ticket)) {
+    if (claim(task, job.ticket, single_thread)) {
       PURGATORY_RACE_POINT("ExpiredBatch::run_all: claimed, before run");
       try {
         task.run();

@@ -81,7 +81,8 @@ SystemTimer::SystemTimer(TimerOptions options)
       max_pending_(options.max_pending),
       executor_(std::move(options.executor)),
       batches_(std::make_shared<detail::BatchContext>(
-          make_error_handler(std::move(options.on_task_error), name_))),
+          make_error_handler(std::move(options.on_task_error), name_),
+          options.concurrency == TimerOptions::Concurrency::single_thread)),
       armed_(kNobody),
       external_until_(kNobody),
       external_(options.driver == TimerOptions::Driver::external),

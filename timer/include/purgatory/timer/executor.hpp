@@ -69,7 +69,9 @@ class PURGATORY_TIMER_EXPORT ExpiredBatch {
     std::uint32_t ticket;  // the task's state when this run was issued
   };
   // Moves the task from `ticket` to idle, the start of its run; false if the run was withdrawn.
-  static bool claim(TimerTask& task, std::uint32_t ticket) noexcept;
+  // `single_thread`: the caller is the only thread touching the task's state (a single-thread
+  // timer's owner), so a store does it, not a compare-and-swap.
+  static bool claim(TimerTask& task, std::uint32_t ticket, bool single_thread) noexcept;
   // No longer in flight (run, or dropped): tells a drain() waiting for the last one.
   void land() noexcept;
   std::vector<Job> jobs_;

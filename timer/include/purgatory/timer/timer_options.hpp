@@ -41,15 +41,17 @@ struct TimerOptions {
   std::size_t bases = 0;
   /// single_thread: the timer belongs to one thread, the first to add, cancel, reschedule or drive
   /// it, and add(), add_at(), reschedule(), cancel() and the expiry then take no lock and no
-  /// atomic read-modify-write of a task's state (as an event loop's own timer heap does). That
-  /// thread makes every call on the timer, on the tasks pending in it (cancel()) and on their Refs
-  /// (copying one, dropping one) while they are pending or queued, and runs the expired tasks:
-  /// needs Driver::external and an executor that runs them where it is called (InlineExecutor;
-  /// AsioTimer's, on an io_context made with concurrency hint 1). A purgatory on such a timer
-  /// inherits the rule (its watch() adds a timeout, a completion cancels one). One base (`bases` is
-  /// not used). close() and the destructor may run on another thread once the owner has stopped
-  /// using the timer. Without NDEBUG a call from another thread aborts, naming the timer and the
-  /// call; with NDEBUG it is a data race.
+  /// atomic read-modify-write of a task's state (as an event loop's own timer heap does; what is
+  /// left is one atomic decrement per run, the timer dropping its reference once the task is idle
+  /// again, when its other Refs may be anywhere). That thread makes every call on the timer, on
+  /// the tasks pending in it (cancel()) and on their Refs (copying one, dropping one) while they
+  /// are pending or queued, and runs the expired tasks: needs Driver::external and an executor
+  /// that runs them where it is called (InlineExecutor; AsioTimer's, on an io_context made with
+  /// concurrency hint 1). A purgatory on such a timer inherits the rule (its watch() adds a
+  /// timeout, a completion cancels one). One base (`bases` is not used). close() and the
+  /// destructor may run on another thread once the owner has stopped using the timer. Without
+  /// NDEBUG a call from another thread aborts, naming the timer and the call; with NDEBUG it is a
+  /// data race.
   Concurrency concurrency = Concurrency::thread_safe;
 };
 
