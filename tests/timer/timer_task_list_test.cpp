@@ -90,8 +90,8 @@ TEST_CASE(
     REQUIRE(counter == where.size());
     for (int i = 0; i < 3; ++i) {  // each list holds exactly the model's tasks
       std::multiset<const TimerTask*> expected;
-      for (const auto& [task, l] : where) {
-        if (l == i) expected.insert(task);
+      for (const auto& [task, at] : where) {
+        if (at == i) expected.insert(task);
       }
       REQUIRE(contents(lists[i]) == expected);
     }
